@@ -1,0 +1,84 @@
+# SPDX-License-Identifier: GPL-2.0
+#
+# Layered ESP.  `make` builds les.ko for the running kernel, `make KVER=...`
+# for any kernel whose headers are installed.  `make check` runs every test
+# (in VMs, see README.md); `make demo` runs the demo; `make bench` measures.
+
+KVER ?= $(shell uname -r)
+KDIR ?= /lib/modules/$(KVER)/build
+BUILD := build/$(KVER)
+W ?= 1
+
+# Kernels the tests boot: Debian bookworm's 6.1 and backports' 6.12.
+TEST_KVERS ?= $(shell ls -d /lib/modules/6.1.*-amd64/build /lib/modules/6.12.*-amd64/build 2>/dev/null | \
+	cut -d/ -f4 | sort -V)
+
+KSRC := $(wildcard kernel/*.c kernel/*.h) Kbuild
+
+.PHONY: all module modules lesctl check check-host lint sparse checkpatch demo bench \
+	install uninstall clean setup
+
+all: module lesctl
+
+# Out-of-tree builds write objects next to the sources; a tree of links per
+# kernel keeps the builds for several kernels apart.
+$(BUILD)/.links: $(KSRC)
+	@mkdir -p $(BUILD)/kernel
+	@ln -sf $(CURDIR)/Kbuild $(BUILD)/Kbuild
+	@for f in kernel/*.c kernel/*.h; do ln -sf $(CURDIR)/$$f $(BUILD)/$$f; done
+	@touch $@
+
+module: $(BUILD)/.links
+	@test -d $(KDIR) || { echo "no kernel headers in $(KDIR): install linux-headers-$(KVER) or pass KVER=" >&2; exit 1; }
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) W=$(W) modules
+
+# Every test kernel, warning-free (W=1) and sparse-clean (C=1).
+modules:
+	@test -n "$(TEST_KVERS)" || { echo "no test kernel headers: run tools/setup-host.sh" >&2; exit 1; }
+	@set -e; for k in $(TEST_KVERS); do \
+		echo "== les.ko for $$k"; \
+		$(MAKE) --no-print-directory module KVER=$$k C=$(C) 2>&1 | tee build/build-$$k.log; \
+		if grep -E "warning:|error:" build/build-$$k.log; then echo "build for $$k is not clean" >&2; exit 1; fi; \
+	done
+
+lesctl:
+	$(MAKE) -C tools/lesctl
+
+checkpatch:
+	tools/checkpatch.sh
+
+sparse:
+	$(MAKE) modules C=2
+
+lint: sparse checkpatch
+
+setup:
+	tools/setup-host.sh
+
+check:
+	tests/run.sh
+
+check-host: lesctl
+	tests/host/run.sh
+
+demo:
+	tools/demo.sh
+
+bench:
+	tests/bench/run.sh
+
+install: module
+	install -D -m 0644 $(BUILD)/les.ko $(DESTDIR)/lib/modules/$(KVER)/updates/les.ko
+	install -D -m 0644 packaging/les.conf $(DESTDIR)/etc/modules-load.d/les.conf
+	install -D -m 0644 packaging/les-modprobe.conf $(DESTDIR)/etc/modprobe.d/les.conf
+	test -n "$(DESTDIR)" || depmod -a $(KVER)
+	$(MAKE) -C tools/lesctl install DESTDIR=$(DESTDIR)
+
+uninstall:
+	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/les.ko \
+	      $(DESTDIR)/etc/modules-load.d/les.conf $(DESTDIR)/etc/modprobe.d/les.conf
+	test -n "$(DESTDIR)" || depmod -a $(KVER)
+
+clean:
+	rm -rf build
+	-$(MAKE) -C tools/lesctl clean

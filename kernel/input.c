@@ -1,0 +1,225 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Opening: an LES packet becomes the inner packet again.
+ *
+ * An endpoint opens the payload zone first, because its AAD is the header
+ * zone exactly as sent, then the header zone.  Then the headers move 16
+ * bytes back over ICV2 to rejoin the payload, and the ESP part goes:
+ *
+ *   | ESP IV L nh f | headers | ICV2 | payload | pad pl nh | ICV1 |
+ *   ->                        | headers | payload |
+ *
+ * A pep-origin-in SA takes header-only packets and nothing else.
+ */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/udp.h>
+#include <net/ip.h>
+#include <net/xfrm.h>
+
+#include "les.h"
+#include "compat.h"
+
+static int les_input_done2(struct sk_buff *skb, int err);
+
+static LES_CRYPTO_DONE(les_input_cb)
+{
+	struct sk_buff *skb = LES_CRYPTO_DATA();
+	struct les_crypt *c = LES_SKB_CB(skb)->tmp;
+
+	if (!err && c->step == LES_STEP_PZ) {
+		c->step = LES_STEP_HZ;
+		err = les_crypt_zone(c, skb, false, les_input_cb);
+		if (err == -EINPROGRESS)
+			return;
+	}
+	xfrm_input_resume(skb, les_input_done2(skb, err));
+}
+
+/* Drop and count: returns the error xfrm_input expects. */
+static int les_drop(struct xfrm_state *x, enum les_stat why)
+{
+	les_stat_inc(xs_net(x), why);
+	return -EINVAL;
+}
+
+/* RFC 3948: tell the keying daemon if the NAT mapping of the peer moved. */
+static void les_input_encap(struct xfrm_state *x, struct sk_buff *skb,
+			    unsigned int l3_len)
+{
+	const struct udphdr *uh = (void *)(skb_network_header(skb) + l3_len);
+	xfrm_address_t ipaddr;
+	bool moved;
+
+	if (x->props.family == AF_INET) {
+		ipaddr.a4 = ip_hdr(skb)->saddr;
+		moved = ipaddr.a4 != x->props.saddr.a4;
+	} else {
+		ipaddr.in6 = ipv6_hdr(skb)->saddr;
+		moved = !ipv6_addr_equal(&ipaddr.in6, &x->props.saddr.in6);
+	}
+	if (moved || uh->source != x->encap->encap_sport)
+		km_new_mapping(x, &ipaddr, uh->source);
+
+	/* RFC 3948 3.1.2: transport-mode checksums cannot be trusted. */
+	if (x->props.mode == XFRM_MODE_TRANSPORT)
+		skb->ip_summed = CHECKSUM_UNNECESSARY;
+}
+
+static unsigned int les_encap_hlen(const struct xfrm_state *x)
+{
+	if (!x->encap)
+		return 0;
+	if (x->encap->encap_type == UDP_ENCAP_ESPINUDP_NON_IKE)
+		return sizeof(struct udphdr) + 2 * sizeof(u32);
+	return sizeof(struct udphdr);
+}
+
+static int les_input_done2(struct sk_buff *skb, int err)
+{
+	struct xfrm_state *x = xfrm_input_state(skb);
+	struct les_crypt *c = LES_SKB_CB(skb)->tmp;
+	unsigned int hdrs = c->hz_len - LES_HZ_DESC_LEN;
+	bool header_only = !c->sa->pz_aead;
+	bool tunnel = x->props.mode == XFRM_MODE_TUNNEL;
+	unsigned int l3_len, strip;
+	u8 nexthdr, flags, trailer[2];
+
+	kfree(c);
+	if (unlikely(err)) {
+		les_stat_inc(xs_net(x), err == -EBADMSG ? LES_STAT_IN_AUTH_FAILED :
+							   LES_STAT_IN_ERRORS);
+		return err;
+	}
+
+	nexthdr = skb->data[LES_HZ_OFF];
+	flags = skb->data[LES_HZ_OFF + 1];
+
+	if (header_only) {
+		if (flags != LES_HZF_HEADER_ONLY ||
+		    les_pep_origin_check(nexthdr, skb->data + LES_HDRS_OFF, hdrs,
+					 tunnel) != LES_PO_OK)
+			return les_drop(x, LES_STAT_IN_POLICY);
+		err = pskb_trim(skb, skb->len - LES_ICV_LEN);
+		if (unlikely(err))
+			return err;
+		strip = LES_HDRS_OFF;
+		les_stat_inc(xs_net(x), LES_STAT_IN_HEADER_ONLY);
+	} else {
+		unsigned int pz = skb->len - LES_HDRS_OFF - hdrs - LES_ICV_LEN;
+
+		if (flags & LES_HZF_HEADER_ONLY)
+			return les_drop(x, LES_STAT_IN_POLICY);
+		if (flags & ~LES_HZF_KNOWN)
+			return les_drop(x, LES_STAT_IN_MALFORMED);
+		if (skb_copy_bits(skb, skb->len - LES_ICV_LEN - 2, trailer, 2))
+			return les_drop(x, LES_STAT_IN_MALFORMED);
+		/* pz counts the payload zone and ICV1. */
+		if (trailer[0] + 2 + LES_ICV_LEN > pz || trailer[1] != nexthdr)
+			return les_drop(x, LES_STAT_IN_MALFORMED);
+		err = pskb_trim(skb, skb->len - LES_ICV_LEN - 2 - trailer[0]);
+		if (unlikely(err))
+			return err;
+		memmove(skb->data + LES_HEADER_LEN, skb->data + LES_HDRS_OFF, hdrs);
+		strip = LES_HEADER_LEN;
+		les_stat_inc(xs_net(x), LES_STAT_IN_PACKETS);
+	}
+
+	/* Outer IP header (and extension headers) up to UDP or ESP. */
+	if (x->props.family == AF_INET)
+		l3_len = ip_hdr(skb)->ihl * 4;
+	else
+		l3_len = skb_network_header_len(skb) - les_encap_hlen(x);
+	if (x->encap)
+		les_input_encap(x, skb, l3_len);
+
+	__skb_pull(skb, strip);
+	if (tunnel)
+		skb_reset_transport_header(skb);
+	else
+		skb_set_transport_header(skb, -l3_len);
+
+	/* RFC 4303: a dummy packet (next header 59) is dropped silently. */
+	if (nexthdr == IPPROTO_NONE)
+		return -EINVAL;
+	return nexthdr;
+}
+
+int les_input(struct xfrm_state *x, struct sk_buff *skb)
+{
+	struct les_sa *sa = les_sa_get(x);
+	unsigned int hz_len, hz_end;
+	struct sk_buff *trailer;
+	struct les_crypt *c;
+	bool header_only;
+	int nfrags, err;
+
+	/* A pep-view SA is for reading headers on a PEP, never for decap. */
+	if (unlikely(!sa || !(sa->dirs & LES_DIR_IN) ||
+		     sa->role == LES_ROLE_PEP_VIEW))
+		return les_drop(x, LES_STAT_IN_POLICY);
+	header_only = sa->role == LES_ROLE_PEP_ORIGIN_IN;
+
+	if (!pskb_may_pull(skb, LES_HZ_OFF))
+		return les_drop(x, LES_STAT_IN_MALFORMED);
+	hz_len = les_get_be16(skb->data + LES_ESP_HDR_LEN + LES_IV_LEN);
+	if (hz_len < LES_HZ_DESC_LEN || hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
+		return les_drop(x, LES_STAT_IN_MALFORMED);
+	hz_end = LES_HZ_OFF + hz_len + LES_ICV_LEN;
+	if (header_only) {
+		if (skb->len != hz_end)
+			return les_drop(x, skb->len > hz_end ? LES_STAT_IN_POLICY :
+							       LES_STAT_IN_MALFORMED);
+	} else if (skb->len < hz_end + 2 + LES_ICV_LEN) {
+		/* Too short for a payload zone: header-only, or broken. */
+		return les_drop(x, skb->len == hz_end ? LES_STAT_IN_POLICY :
+							LES_STAT_IN_MALFORMED);
+	}
+	/* The header zone is opened and moved in place: make it linear. */
+	if (!pskb_may_pull(skb, hz_end))
+		return les_drop(x, LES_STAT_IN_MALFORMED);
+
+	if (!skb_cloned(skb) && !skb_is_nonlinear(skb)) {
+		nfrags = 1;
+	} else if (!skb_cloned(skb) && !skb_has_frag_list(skb) &&
+		   !skb_has_shared_frag(skb)) {
+		nfrags = skb_shinfo(skb)->nr_frags + 1;
+	} else {
+		nfrags = skb_cow_data(skb, 0, &trailer);
+		if (nfrags < 0)
+			return nfrags;
+	}
+
+	c = les_crypt_alloc(sa, nfrags);
+	if (!c)
+		return -ENOMEM;
+	memcpy(c->prefix, skb->data, 4);
+	if (x->props.flags & XFRM_STATE_ESN) {
+		memcpy(c->prefix + 4, &XFRM_SKB_CB(skb)->seq.input.hi, 4);
+		memcpy(c->prefix + 8, skb->data + 4, 4);
+		c->prefix_len = 12;
+	} else {
+		memcpy(c->prefix + 4, skb->data + 4, 4);
+		c->prefix_len = 8;
+	}
+	memcpy(c->iv, skb->data + LES_ESP_HDR_LEN, LES_IV_LEN);
+	c->zone_off = LES_ESP_HDR_LEN;
+	c->hz_len = hz_len;
+	c->pz_len = header_only ? 0 : skb->len - hz_end - LES_ICV_LEN;
+	c->step = header_only ? LES_STEP_HZ : LES_STEP_PZ;
+	LES_SKB_CB(skb)->tmp = c;
+
+	/* Decryption replaces the bytes; any hardware checksum is stale. */
+	skb->ip_summed = CHECKSUM_NONE;
+
+	err = les_crypt_zone(c, skb, false, les_input_cb);
+	if (err == -EINPROGRESS)
+		return err;
+	if (!err && c->step == LES_STEP_PZ) {
+		c->step = LES_STEP_HZ;
+		err = les_crypt_zone(c, skb, false, les_input_cb);
+		if (err == -EINPROGRESS)
+			return err;
+	}
+	return les_input_done2(skb, err);
+}

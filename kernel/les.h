@@ -1,0 +1,104 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Layered ESP: what the parts of les.ko share.
+ */
+#ifndef LES_H
+#define LES_H
+
+#include <linux/types.h>
+#include <linux/skbuff.h>
+#include <net/xfrm.h>
+#include <crypto/aead.h>
+
+#include "les_wire.h"
+
+/* One LES SA: the keys of its zones and what it may do. */
+struct les_sa {
+	struct hlist_node node;		/* in the SA table, keyed by @x */
+	struct rcu_head rcu;
+	struct xfrm_state *x;
+	enum les_role role;
+	unsigned int dirs;		/* LES_DIR_IN / LES_DIR_OUT */
+	u32 pep_id;
+	/* Header zone: K2, or the derived PEP-origin key. */
+	struct crypto_aead *hz_aead;
+	u8 hz_salt[LES_SALT_LEN];
+	/* Payload zone: K1, endpoint SAs only. */
+	struct crypto_aead *pz_aead;
+	u8 pz_salt[LES_SALT_LEN];
+};
+
+/* Per-packet crypto state, carried in skb->cb across async completion. */
+struct les_skb_cb {
+	struct xfrm_skb_cb xfrm;
+	void *tmp;
+};
+
+#define LES_SKB_CB(skb) ((struct les_skb_cb *)&((skb)->cb[0]))
+
+/* slot.c: the ESP xfrm type slot */
+int les_slot_take(void);
+void les_slot_release(void);
+extern const struct xfrm_type les_sa_type;
+
+/* sa.c */
+int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack);
+void les_sa_destroy(struct xfrm_state *x);
+struct les_sa *les_sa_get(const struct xfrm_state *x);
+
+/* kdf.c */
+int les_hkdf_sha256(const u8 *salt, unsigned int salt_len,
+		    const u8 *ikm, unsigned int ikm_len,
+		    const u8 *info, unsigned int info_len,
+		    u8 *okm, unsigned int okm_len);
+int les_kdf_pep_origin(const u8 *k2_and_salt, unsigned int key_len,
+		       __be32 spi, u32 pep_id, u8 *out);
+
+/* output.c, input.c */
+int les_output(struct xfrm_state *x, struct sk_buff *skb);
+int les_input(struct xfrm_state *x, struct sk_buff *skb);
+
+/* crypt.c: the zone AEAD operations of one packet */
+enum les_step { LES_STEP_HZ, LES_STEP_PZ };
+
+struct les_crypt {
+	struct les_sa *sa;
+	enum les_step step;
+	unsigned int prefix_len;	/* 8, or 12 with ESN */
+	unsigned int zone_off;		/* skb offset of the IV */
+	unsigned int hz_len;		/* L */
+	unsigned int pz_len;		/* payload zone plaintext bytes */
+	int nfrags;
+	u8 prefix[LES_AAD_PREFIX_MAX];	/* SPI || [seq hi] || seq lo */
+	u8 iv[LES_IV_LEN];
+	u8 *nonce;			/* salt || IV, aligned for the AEAD */
+	struct aead_request *req;
+	struct scatterlist *sg;		/* nfrags + 1 entries */
+};
+
+struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags);
+int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
+		   crypto_completion_t done);
+
+/* stats.c */
+enum les_stat {
+	LES_STAT_OUT_PACKETS,
+	LES_STAT_OUT_HEADER_ONLY,
+	LES_STAT_OUT_ERRORS,
+	LES_STAT_OUT_POLICY,
+	LES_STAT_IN_PACKETS,
+	LES_STAT_IN_HEADER_ONLY,
+	LES_STAT_IN_MALFORMED,
+	LES_STAT_IN_AUTH_FAILED,
+	LES_STAT_IN_POLICY,
+	LES_STAT_IN_ERRORS,
+	LES_STAT_MAX
+};
+void les_stat_inc(struct net *net, enum les_stat item);
+int les_stats_init(void);
+void les_stats_exit(void);
+
+/* selftest.c */
+int les_selftest(void);
+
+#endif /* LES_H */

@@ -1,0 +1,52 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Layered ESP (LES): ESP whose packets carry two zones under two keys, so
+ * that authorised TCP performance-enhancing proxies can read the inner
+ * headers and never the data.  See docs/protocol.md.
+ */
+#include <linux/module.h>
+#include <linux/rcupdate.h>
+
+#include "les.h"
+
+#define LES_VERSION "0.1.0"
+
+static int __init les_init(void)
+{
+	int err;
+
+	BUILD_BUG_ON(sizeof(struct les_skb_cb) > sizeof_field(struct sk_buff, cb));
+
+	err = les_selftest();
+	if (err) {
+		pr_err("les: self-test failed (%d); not loading\n", err);
+		return err;
+	}
+	err = les_stats_init();
+	if (err)
+		return err;
+	err = les_slot_take();
+	if (err) {
+		les_stats_exit();
+		return err;
+	}
+	pr_info("les: Layered ESP %s, wire format %d: ESP type slot taken for IPv4 and IPv6\n",
+		LES_VERSION, LES_BLOB_VERSION);
+	return 0;
+}
+
+static void __exit les_exit(void)
+{
+	les_slot_release();
+	les_stats_exit();
+	/* SA entries are freed after a grace period. */
+	rcu_barrier();
+	pr_info("les: ESP type slot given back to esp4 and esp6\n");
+}
+
+module_init(les_init);
+module_exit(les_exit);
+MODULE_LICENSE("GPL");
+MODULE_DESCRIPTION("Layered ESP: two-zone ESP for PEP-friendly IPsec");
+MODULE_VERSION(LES_VERSION);
+MODULE_SOFTDEP("pre: esp4 esp6");

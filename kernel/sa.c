@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * LES SAs: from the key blob of an rfc4106(gcm(aes)) SA to the zone keys.
+ */
+#include <linux/hashtable.h>
+#include <linux/slab.h>
+#include <linux/spinlock.h>
+#include <linux/ipv6.h>
+#include <linux/ip.h>
+#include <linux/udp.h>
+#include <crypto/aead.h>
+#include <net/xfrm.h>
+
+#include "les.h"
+#include "compat.h"
+
+/*
+ * xfrm_state_mtu() reads x->data as the SA's crypto_aead (for ESP it needs
+ * the ICV length), so x->data must stay a crypto_aead: it holds the AEAD of
+ * the zone that ends the packet.  The rest of an SA's state is found through
+ * this table, keyed by the xfrm_state.
+ */
+static DEFINE_HASHTABLE(les_sa_table, 10);
+static DEFINE_SPINLOCK(les_sa_table_lock);
+
+static void les_set_err(struct netlink_ext_ack *extack, const char *msg)
+{
+	/* Our messages are static strings, as extack requires. */
+	if (extack)
+		extack->_msg = msg;
+}
+
+struct les_sa *les_sa_get(const struct xfrm_state *x)
+{
+	struct les_sa *sa;
+
+	rcu_read_lock();
+	hash_for_each_possible_rcu(les_sa_table, sa, node, (unsigned long)x) {
+		if (sa->x == x) {
+			rcu_read_unlock();
+			/* @x outlives the caller's use: the skb holds it. */
+			return sa;
+		}
+	}
+	rcu_read_unlock();
+	return NULL;
+}
+
+static struct crypto_aead *les_zone_aead(const u8 *key, unsigned int key_len,
+					 struct netlink_ext_ack *extack)
+{
+	struct crypto_aead *aead;
+	int err;
+
+	/*
+	 * Plain gcm(aes), not rfc4106: the zones' AAD is longer than the 8 or
+	 * 12 bytes rfc4106 accepts.  The nonce is built as RFC 4106 does.
+	 */
+	aead = crypto_alloc_aead("gcm(aes)", 0, 0);
+	if (IS_ERR(aead)) {
+		les_set_err(extack, "LES: the kernel has no gcm(aes)");
+		return aead;
+	}
+	err = crypto_aead_setkey(aead, key, key_len);
+	if (!err)
+		err = crypto_aead_setauthsize(aead, LES_ICV_LEN);
+	if (err) {
+		crypto_free_aead(aead);
+		les_set_err(extack, "LES: the kernel refused the zone key");
+		return ERR_PTR(err);
+	}
+	return aead;
+}
+
+static void les_sa_free_keys(struct les_sa *sa)
+{
+	if (sa->hz_aead)
+		crypto_free_aead(sa->hz_aead);
+	if (sa->pz_aead)
+		crypto_free_aead(sa->pz_aead);
+	memzero_explicit(sa->hz_salt, sizeof(sa->hz_salt));
+	memzero_explicit(sa->pz_salt, sizeof(sa->pz_salt));
+}
+
+static int les_check_sa(struct xfrm_state *x, const struct les_blob *blob,
+			struct netlink_ext_ack *extack)
+{
+	if (strcmp(x->aead->alg_name, "rfc4106(gcm(aes))")) {
+		les_set_err(extack, "LES: key blobs go with aead rfc4106(gcm(aes))");
+		return -EINVAL;
+	}
+	if (x->aead->alg_icv_len != LES_ICV_LEN * 8) {
+		les_set_err(extack, "LES: the ICV length must be 128 bits");
+		return -EINVAL;
+	}
+	if (x->props.mode != XFRM_MODE_TRANSPORT &&
+	    x->props.mode != XFRM_MODE_TUNNEL) {
+		les_set_err(extack, "LES: only transport and tunnel mode are supported");
+		return -EINVAL;
+	}
+	if (x->props.extra_flags & XFRM_SA_XFLAG_OSEQ_MAY_WRAP) {
+		les_set_err(extack, "LES: oseq-may-wrap would reuse GCM nonces");
+		return -EINVAL;
+	}
+	if (x->tfcpad) {
+		les_set_err(extack, "LES: TFC padding is not supported");
+		return -EINVAL;
+	}
+	if (x->encap && x->encap->encap_type != UDP_ENCAP_ESPINUDP &&
+	    x->encap->encap_type != UDP_ENCAP_ESPINUDP_NON_IKE) {
+		les_set_err(extack, "LES: only UDP encapsulation is supported");
+		return -EINVAL;
+	}
+#if LES_HAVE_SA_DIR
+	if (x->dir == XFRM_SA_DIR_IN && !(les_role_dirs(blob->role) & LES_DIR_IN)) {
+		les_set_err(extack, "LES: this key blob role cannot be used on an inbound SA");
+		return -EINVAL;
+	}
+	if (x->dir == XFRM_SA_DIR_OUT && !(les_role_dirs(blob->role) & LES_DIR_OUT)) {
+		les_set_err(extack, "LES: this key blob role cannot be used on an outbound SA");
+		return -EINVAL;
+	}
+#endif
+	return 0;
+}
+
+static unsigned int les_header_len(const struct xfrm_state *x)
+{
+	unsigned int len = LES_HEADER_LEN;
+
+	if (x->props.mode == XFRM_MODE_TUNNEL)
+		len += x->props.family == AF_INET6 ? sizeof(struct ipv6hdr) :
+						     sizeof(struct iphdr);
+	if (x->encap) {
+		len += sizeof(struct udphdr);
+		if (x->encap->encap_type == UDP_ENCAP_ESPINUDP_NON_IKE)
+			len += 2 * sizeof(u32);
+	}
+	return len;
+}
+
+int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
+{
+	unsigned int key_len = (x->aead->alg_key_len + 7) / 8;
+	u8 po_key[32 + LES_SALT_LEN];
+	struct les_blob blob;
+	struct les_sa *sa;
+	int err;
+
+	/* The slot's destructor is esp4's: it must find no AEAD on failure. */
+	x->data = NULL;
+
+	err = les_blob_parse(x->aead->alg_key, key_len, &blob);
+	if (err) {
+		les_set_err(extack, les_blob_strerror(err));
+		return -EINVAL;
+	}
+	err = les_check_sa(x, &blob, extack);
+	if (err)
+		return err;
+
+	sa = kzalloc(sizeof(*sa), GFP_KERNEL);
+	if (!sa)
+		return -ENOMEM;
+	sa->x = x;
+	sa->role = blob.role;
+	sa->dirs = les_role_dirs(blob.role);
+	sa->pep_id = blob.pep_id;
+
+	if (blob.role == LES_ROLE_PEP_ORIGIN_IN ||
+	    blob.role == LES_ROLE_PEP_ORIGIN_OUT) {
+		err = les_kdf_pep_origin(blob.k2.key, blob.k2.key_len,
+					 x->id.spi, blob.pep_id, po_key);
+		if (err) {
+			les_set_err(extack, "LES: PEP-origin key derivation failed");
+			goto fail;
+		}
+		sa->hz_aead = les_zone_aead(po_key, blob.k2.key_len, extack);
+		memcpy(sa->hz_salt, po_key + blob.k2.key_len, LES_SALT_LEN);
+		memzero_explicit(po_key, sizeof(po_key));
+	} else {
+		sa->hz_aead = les_zone_aead(blob.k2.key, blob.k2.key_len, extack);
+		memcpy(sa->hz_salt, blob.k2.salt, LES_SALT_LEN);
+	}
+	if (IS_ERR(sa->hz_aead)) {
+		err = PTR_ERR(sa->hz_aead);
+		sa->hz_aead = NULL;
+		goto fail;
+	}
+	if (blob.role == LES_ROLE_ENDPOINT) {
+		sa->pz_aead = les_zone_aead(blob.k1.key, blob.k1.key_len, extack);
+		if (IS_ERR(sa->pz_aead)) {
+			err = PTR_ERR(sa->pz_aead);
+			sa->pz_aead = NULL;
+			goto fail;
+		}
+		memcpy(sa->pz_salt, blob.k1.salt, LES_SALT_LEN);
+	}
+
+	x->props.header_len = les_header_len(x);
+	/* Up to 3 bytes of padding, pad length, next header, ICV1. */
+	x->props.trailer_len = LES_ALIGN + 1 + LES_ICV_LEN;
+	/* LES SAs are never offloaded: esp4_offload knows nothing of zones. */
+	x->type_offload = NULL;
+	x->data = sa->pz_aead ? sa->pz_aead : sa->hz_aead;
+	/* Same owner as the slot type, so the module reference carries over. */
+	x->type = &les_sa_type;
+
+	spin_lock_bh(&les_sa_table_lock);
+	hash_add_rcu(les_sa_table, &sa->node, (unsigned long)x);
+	spin_unlock_bh(&les_sa_table_lock);
+	return 0;
+
+fail:
+	les_sa_free_keys(sa);
+	kfree(sa);
+	return err;
+}
+
+void les_sa_destroy(struct xfrm_state *x)
+{
+	struct les_sa *sa = les_sa_get(x);
+
+	x->data = NULL;
+	if (!sa)
+		return;
+	spin_lock_bh(&les_sa_table_lock);
+	hash_del_rcu(&sa->node);
+	spin_unlock_bh(&les_sa_table_lock);
+	/*
+	 * No packet uses the keys any more (every skb in flight holds @x), but
+	 * a lookup for another SA may still be walking past this entry.
+	 */
+	les_sa_free_keys(sa);
+	kfree_rcu(sa, rcu);
+}

@@ -1,0 +1,37 @@
+#!/bin/bash
+# Install everything the build, the VM tests and the demo need on a Debian
+# bookworm host.  Idempotent: a second run only checks.
+set -euo pipefail
+
+stamp=/var/lib/les-setup.stamp
+want_version=3
+
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
+	exit 0
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+SUDO=
+[ "$(id -u)" = 0 ] || SUDO=sudo
+
+# The 6.12 kernel comes from bookworm-backports (and, lately, bookworm-security).
+if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/; then
+	echo "deb http://deb.debian.org/debian bookworm-backports main" |
+		$SUDO tee /etc/apt/sources.list.d/les-backports.list >/dev/null
+fi
+
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends \
+	build-essential bc flex bison kmod libelf-dev sparse \
+	libmnl-dev pkg-config \
+	qemu-system-x86 busybox-static \
+	iproute2 iperf3 tcpdump nftables ethtool procps \
+	python3 python3-pip python3-venv \
+	linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
+	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
+	dkms >/dev/null
+
+pip3 install -q --break-system-packages virtme-ng cryptography 2>/dev/null ||
+	pip3 install -q virtme-ng cryptography
+
+echo "$want_version" | $SUDO tee "$stamp" >/dev/null
