@@ -83,7 +83,7 @@ static int les_input_done2(struct sk_buff *skb, int err)
 	bool header_only = !c->sa->pz_aead;
 	bool tunnel = x->props.mode == XFRM_MODE_TUNNEL;
 	unsigned int l3_len, strip;
-	u8 nexthdr, flags, trailer[2];
+	u8 nexthdr, flags, tail[LES_ALIGN + 1];
 
 	kfree(c);
 	if (unlikely(err)) {
@@ -94,6 +94,13 @@ static int les_input_done2(struct sk_buff *skb, int err)
 
 	nexthdr = skb->data[LES_HZ_OFF];
 	flags = skb->data[LES_HZ_OFF + 1];
+	if (flags & ~LES_HZF_KNOWN)
+		return les_drop(x, LES_STAT_IN_MALFORMED);
+	/* The IV is the packet's sequence number (docs/protocol.md 2). */
+	if (les_get_be32(skb->data + LES_ESP_HDR_LEN) !=
+	    ntohl(XFRM_SKB_CB(skb)->seq.input.hi) ||
+	    memcmp(skb->data + LES_ESP_HDR_LEN + 4, skb->data + 4, 4))
+		return les_drop(x, LES_STAT_IN_MALFORMED);
 
 	if (header_only) {
 		if (flags != LES_HZF_HEADER_ONLY ||
@@ -106,18 +113,24 @@ static int les_input_done2(struct sk_buff *skb, int err)
 		strip = LES_HDRS_OFF;
 		les_stat_inc(xs_net(x), LES_STAT_IN_HEADER_ONLY);
 	} else {
+		/* Payload zone and ICV1. */
 		unsigned int pz = skb->len - LES_HDRS_OFF - hdrs - LES_ICV_LEN;
+		unsigned int i, padlen;
 
 		if (flags & LES_HZF_HEADER_ONLY)
 			return les_drop(x, LES_STAT_IN_POLICY);
-		if (flags & ~LES_HZF_KNOWN)
+		if (skb_copy_bits(skb, skb->len - LES_ICV_LEN - LES_ALIGN - 1,
+				  tail, sizeof(tail)))
 			return les_drop(x, LES_STAT_IN_MALFORMED);
-		if (skb_copy_bits(skb, skb->len - LES_ICV_LEN - 2, trailer, 2))
+		/* tail: the last 3 padding bytes, pad length, next header. */
+		padlen = tail[LES_ALIGN - 1];
+		if (padlen >= LES_ALIGN || padlen + 2 + LES_ICV_LEN > pz ||
+		    tail[LES_ALIGN] != nexthdr)
 			return les_drop(x, LES_STAT_IN_MALFORMED);
-		/* pz counts the payload zone and ICV1. */
-		if (trailer[0] + 2 + LES_ICV_LEN > pz || trailer[1] != nexthdr)
-			return les_drop(x, LES_STAT_IN_MALFORMED);
-		err = pskb_trim(skb, skb->len - LES_ICV_LEN - 2 - trailer[0]);
+		for (i = 0; i < padlen; i++)
+			if (tail[LES_ALIGN - 1 - padlen + i] != i + 1)
+				return les_drop(x, LES_STAT_IN_MALFORMED);
+		err = pskb_trim(skb, skb->len - LES_ICV_LEN - 2 - padlen);
 		if (unlikely(err))
 			return err;
 		memmove(skb->data + LES_HEADER_LEN, skb->data + LES_HDRS_OFF, hdrs);

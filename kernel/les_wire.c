@@ -41,7 +41,7 @@ static const char *const blob_errors[] = {
 
 const char *les_blob_strerror(int err)
 {
-	if (err < 0 || err >= (int)(sizeof(blob_errors) / sizeof(blob_errors[0])))
+	if (err < 0 || err >= (int)LES_ARRAY_SIZE(blob_errors))
 		return "LES key blob is invalid";
 	return blob_errors[err];
 }
@@ -193,6 +193,7 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 	chain->l4_off = -1;
 	chain->l4_proto = 0;
 	chain->fragment = false;
+	chain->fragmented = false;
 
 	/* Every header is read first for its fixed part, then for its length. */
 #define STEP(want)						\
@@ -216,6 +217,9 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 			STEP(hlen);
 			nexthdr = h[9];
 			off += hlen;
+			/* MF or a fragment offset. */
+			if (les_get_be16(h + 6) & 0x3fff)
+				chain->fragmented = true;
 			if (les_get_be16(h + 6) & 0x1fff) {
 				chain->fragment = true;
 				goto out;
@@ -248,6 +252,7 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 			STEP(8);
 			nexthdr = h[0];
 			off += 8;
+			chain->fragmented = true;
 			if (les_get_be16(h + 2) & 0xfff8) {
 				chain->fragment = true;
 				goto out;
@@ -294,7 +299,7 @@ int les_pep_origin_check(__u8 nexthdr, const __u8 *hdrs, size_t len,
 		return LES_PO_NOT_TCP;
 	if (les_hdr_chain(nexthdr, hdrs, len, len, &chain))
 		return LES_PO_MALFORMED;
-	if (chain.fragment)
+	if (chain.fragmented)
 		return LES_PO_MALFORMED;
 	if (chain.l4_off < 0)
 		return chain.len == len ? LES_PO_NOT_TCP : LES_PO_MALFORMED;

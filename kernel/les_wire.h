@@ -19,6 +19,8 @@
 #include <linux/types.h>
 #endif
 
+#define LES_ARRAY_SIZE(a)	(sizeof(a) / sizeof((a)[0]))
+
 /* ---- Key blob (the "key" of an rfc4106(gcm(aes)) xfrm SA) ------------ */
 
 #define LES_BLOB_MAGIC		"LESK"
@@ -119,6 +121,7 @@ struct les_chain {
 	int l4_off;		/* offset of the transport header, or -1 */
 	__u8 l4_proto;		/* its protocol (valid when l4_off >= 0) */
 	bool fragment;		/* an inner non-first fragment */
+	bool fragmented;	/* any inner fragment, the first one too */
 };
 
 /*

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=3
+want_version=4
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -26,12 +26,14 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libmnl-dev pkg-config \
 	qemu-system-x86 busybox-static \
 	iproute2 iperf3 tcpdump nftables ethtool procps \
-	python3 python3-pip python3-venv \
+	python3 python3-pip python3-venv python3-cryptography python3-pytest \
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
 	dkms >/dev/null
 
-pip3 install -q --break-system-packages virtme-ng cryptography 2>/dev/null ||
-	pip3 install -q virtme-ng cryptography
+# virtme-ng boots the test kernels; it is not packaged for bookworm.
+if ! command -v vng >/dev/null; then
+	/usr/bin/python3 -m pip install -q --break-system-packages virtme-ng
+fi
 
 echo "$want_version" | $SUDO tee "$stamp" >/dev/null

@@ -1,0 +1,294 @@
+#!/bin/bash
+# vm-run.sh - run one command as root inside a throw-away VM booted with one of
+# the Debian kernels installed on this host (virtme-ng + QEMU/TCG).
+#
+# Usage:
+#   tests/vm/vm-run.sh KVER OUTDIR -- COMMAND [ARG...]
+#
+#   KVER    a kernel installed on the host: /boot/vmlinuz-KVER and
+#           /lib/modules/KVER must exist (e.g. 6.1.0-56-amd64,
+#           6.12.117+deb12-amd64).
+#   OUTDIR  host directory (created if missing) that the guest can write to at
+#           the same path; everything else the guest writes is discarded.
+#   COMMAND runs as root in the guest, cwd = repository root, stdin
+#           /dev/null, stderr merged into stdout.  It sees
+#           VM_KVER, VM_OUTDIR, VM_REPO and every LES_* variable of the caller.
+#
+# Files left in OUTDIR:
+#   output-KVER.log   what COMMAND printed (also copied to our stdout)
+#   console-KVER.log  the guest's serial console: the whole kernel log from
+#                     boot, including a panic that kills the guest
+#   dmesg-KVER.txt    `dmesg` taken by the guest right after COMMAND ended
+#   .vm-run/          the generated guest wrapper and COMMAND's exit status
+#
+# Exit status:
+#   COMMAND's status if it failed; otherwise
+#   0    COMMAND succeeded and the kernel log is clean
+#   97   COMMAND succeeded but the kernel log shows a problem (lines printed)
+#   124  timeout (VM_TIMEOUT)
+#   125  the VM did not boot or died before COMMAND finished (panic, ...)
+#   2    usage error
+#
+# Environment:
+#   VM_TIMEOUT   seconds for the whole run, boot included (default 1500).
+#                COMMAND gets a guest-side `timeout` a little shorter, so that a
+#                hung test still leaves dmesg (with a sysrq-w task dump)
+#                behind; QEMU is killed if even that does not end the VM.
+#   VM_MEMORY    guest memory (default 2G)
+#   VM_CPUS      guest vCPUs (default 2)
+#   VM_CPU       QEMU CPU model (default max, see below)
+#   VM_APPEND    extra kernel command line arguments (space separated)
+#   VM_DMESG_IGNORE  extended regex; matching kernel log lines are not
+#                treated as problems
+#   VM_LOCK      lock file serializing VM runs (default /tmp/les-vm-run.lock;
+#                empty: no locking).  Two TCG guests on a 2-core host slow
+#                each other down enough to provoke spurious RCU stall reports.
+#   VNG          virtme-ng binary (default: vng from PATH)
+#
+# ---------------------------------------------------------------------------
+# What was checked on this host (Debian bookworm, 2 cores, no usable KVM,
+# QEMU 7.2, virtme-ng 1.42), in guests started by this script:
+#
+# * Boot: `--disable-kvm` is mandatory here (KVM crashes QEMU).  Without KVM
+#   vng already picks `-machine q35 -cpu max`; we pass `-cpu max` again
+#   (last -cpu wins) so that a future vng default cannot silently drop it.
+#   Under TCG `-cpu max` exposes aes, pclmulqdq, avx2, vaes, sse4_2, ssse3:
+#   aesni_intel and ghash_clmulni_intel load, and rfc4106(gcm(aes)) resolves
+#   to rfc4106-gcm-aesni (6.1); i.e. the same code paths as on real x86.
+#   MTTCG runs the 2 vCPUs on 2 host threads.
+#   Wall time from `vng` start to poweroff for a trivial command: about 20 s
+#   for 6.1.0-56-amd64 and about 20 s for 6.12.117+deb12-amd64 (the guest
+#   reaches the command ~9-10 s after kernel start; the rest is QEMU/initramfs
+#   setup).  `--force-9p` skips vng's doomed virtiofsd attempts.
+# * The guest's / is the host's / over 9p, read-only, with tmpfs overlays on
+#   /etc /lib /home /opt /srv /usr /var /tmp (writes vanish at poweroff).  The
+#   repository is readable but NOT writable: build on the host beforehand and
+#   write results to OUTDIR (mounted over 9p, read-write, also under /tmp).
+#   Modules come from the host's /lib/modules/KVER (vng builds a small
+#   initramfs with the 9p/virtio modules the Debian kernels need).
+# * Works in the guest (both kernels): ip netns add, veth pairs moved into
+#   namespaces, ip xfrm, `modprobe esp4 esp6 xfrm_user xfrm_interface
+#   nf_tables aesni_intel`, nft (tables/chains), tcpdump -w OUTDIR/x.pcap,
+#   iperf3 between namespaces over veth (~1.7 Gbit/s under TCG with 6.1),
+#   ethtool, tc, ss, strace, perf, /usr/bin/python3 (3.11) with the Debian
+#   python3-cryptography 38.0.4.  The host's pyenv python (cryptography 48) is
+#   not on the guest's PATH: use /usr/bin/python3.  `ping` needs the host
+#   package iputils-ping (installed on this host by hand; socat is absent).
+# * Out-of-tree modules: /sys/module/module/parameters/sig_enforce is N and
+#   lockdown is [none] (no secure boot in the VM), so `insmod file.ko` of an
+#   unsigned module works: tested with a copy of esp4.ko whose appended
+#   signature was stripped, after `rmmod esp4` (its dep xfrm_algo stayed
+#   loaded).  dmesg says "module verification failed: signature and/or required
+#   key missing - tainting kernel" and /proc/sys/kernel/tainted gets 8192 (E);
+#   an out-of-tree build adds 4096 (O).  Neither is treated as a problem here.
+# * xfrm replay window: with `flag esn`, `replay-window 4096` is accepted and
+#   `ip -s xfrm state` shows "replay_window 4096, bitmap-length 128".
+#   32768 (or anything > 4096) is refused by iproute2 already ("Error:
+#   replay-window (32768) > XFRMA_REPLAY_ESN_MAX (4096)."), and the kernel's
+#   verify_replay() refuses bmp_len > 128 words anyway, on both kernels:
+#   4096 packets is the hard maximum of a Linux SA's replay window.
+# * `dir in|out` on states: bookworm's iproute2 6.1.0 does not know it
+#   ("Error: argument "dir" is wrong: unknown").  iproute2 6.15 from
+#   bookworm-backports does, and runs on bookworm's libraries; on 6.12 the
+#   kernel accepts `dir in`, on 6.1 the kernel rejects the unknown attribute.
+#   (See the report that accompanied this script for exact commands.)
+# * vng and stdio: CI has no tty and no stdin; vng is run with </dev/null and
+#   with stdout/stderr on pipes.  Never give vng a regular file as stdout or
+#   stderr: QEMU reopens /proc/self/fd/1 and /proc/self/fd/2 with O_TRUNC and
+#   writes from offset 0, clobbering the file; if they are unopenable (closed,
+#   socket) vng falls back to a mode that loses the guest's stderr.  This
+#   script always interposes pipes, so its own output may go anywhere.
+# * The guest command travels on the kernel command line (base64, 2048 byte
+#   limit on x86), so only a short `sh WRAPPER` is passed; the real command is
+#   in the wrapper file written to OUTDIR/.vm-run/.
+# ---------------------------------------------------------------------------
+set -uo pipefail
+
+usage() {
+	sed -n '2,/^# Files left/{/^# Files left/d;s/^# \{0,1\}//;p;}' "$0" >&2
+	exit 2
+}
+
+[ $# -ge 4 ] && [ "$3" = "--" ] || usage
+kver=$1
+outdir=$2
+shift 3
+
+VM_TIMEOUT=${VM_TIMEOUT:-1500}
+VM_MEMORY=${VM_MEMORY:-2G}
+VM_CPUS=${VM_CPUS:-2}
+VM_CPU=${VM_CPU:-max}
+VM_APPEND=${VM_APPEND:-}
+VM_DMESG_IGNORE=${VM_DMESG_IGNORE:-}
+VM_LOCK=${VM_LOCK-/tmp/les-vm-run.lock}
+VNG=${VNG:-vng}
+
+die() { echo "vm-run: $*" >&2; exit 2; }
+
+case $kver in
+*[!A-Za-z0-9._+-]* | "") die "bad kernel version '$kver'" ;;
+esac
+kernel=/boot/vmlinuz-$kver
+[ -r "$kernel" ] || die "no $kernel"
+[ -d "/lib/modules/$kver" ] || die "no /lib/modules/$kver"
+case $VM_TIMEOUT in
+'' | *[!0-9]*) die "VM_TIMEOUT must be a number of seconds" ;;
+esac
+[ "$VM_TIMEOUT" -ge 30 ] || die "VM_TIMEOUT must be at least 30"
+command -v "$VNG" >/dev/null || die "virtme-ng ($VNG) not found"
+command -v timeout >/dev/null || die "timeout (coreutils) not found"
+
+mkdir -p "$outdir" || die "cannot create $outdir"
+outdir=$(cd "$outdir" && pwd -P) || die "cannot enter $outdir"
+# vng's --rwdir syntax reserves '=' and the kernel command line splits on
+# blanks: keep OUTDIR boring.
+case $outdir in
+*[!A-Za-z0-9._/+-]*) die "OUTDIR '$outdir' must match [A-Za-z0-9._/+-]*" ;;
+/) die "OUTDIR must not be /" ;;
+esac
+
+repo=$(cd "$(dirname "$0")/../.." && pwd -P)
+state=$outdir/.vm-run
+mkdir -p "$state" || die "cannot create $state"
+wrapper=$state/guest-$kver.sh
+rcfile=$state/rc-$kver
+outlog=$outdir/output-$kver.log
+console=$outdir/console-$kver.log
+dmesgf=$outdir/dmesg-$kver.txt
+rm -f "$rcfile" "$outlog" "$console" "$dmesgf"
+
+# The guest-side timeout leaves time to boot, dump dmesg and power off.
+margin=90
+[ $((VM_TIMEOUT / 2)) -lt $margin ] && margin=$((VM_TIMEOUT / 2))
+guest_timeout=$((VM_TIMEOUT - margin))
+
+# ---- the guest wrapper ------------------------------------------------------
+{
+	echo '#!/bin/bash'
+	echo '# generated by tests/vm/vm-run.sh; runs inside the guest'
+	printf 'export VM_KVER=%q VM_OUTDIR=%q VM_REPO=%q\n' "$kver" "$outdir" "$repo"
+	printf 'guest_timeout=%q rcfile=%q dmesgf=%q\n' "$guest_timeout" "$rcfile" "$dmesgf"
+	# Pass the caller's LES_* variables through.
+	while IFS= read -r v; do
+		printf 'export %s=%q\n' "$v" "${!v}"
+	done < <(compgen -e | grep '^LES_' || true)
+	printf 'cmd=('
+	printf ' %q' "$@"
+	printf ' )\n'
+	cat <<'EOF'
+export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+export HOME=/root LC_ALL=C.UTF-8
+exec 2>&1 </dev/null
+cd "$VM_REPO" || exit 125
+echo "vm-run: guest $(uname -r) up after $(cut -d' ' -f1 /proc/uptime)s," \
+	"$(nproc) cpus, cpu flags:" \
+	"$(grep -m1 '^flags' /proc/cpuinfo | grep -ow -e aes -e pclmulqdq -e avx2 -e vaes | tr '\n' ' ')"
+echo 1 > /proc/sys/kernel/sysrq 2>/dev/null
+SECONDS=0
+timeout -k 15 "$guest_timeout" "${cmd[@]}"
+rc=$?
+if { [ "$rc" = 124 ] || [ "$rc" = 137 ]; } && [ "$SECONDS" -ge "$guest_timeout" ]; then
+	echo "vm-run: command timed out after ${guest_timeout}s in the guest; dumping blocked tasks"
+	echo w > /proc/sysrq-trigger 2>/dev/null
+	sleep 2
+	rc=124
+fi
+# kmemleak only exists on debug kernels; Debian's have none.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan > /sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak
+fi
+dmesg > "$dmesgf"
+echo "$rc" > "$rcfile"
+sync
+exit "$rc"
+EOF
+} > "$wrapper" || die "cannot write $wrapper"
+chmod +x "$wrapper"
+
+# ---- one VM at a time ---------------------------------------------------------
+if [ -n "$VM_LOCK" ] && command -v flock >/dev/null; then
+	exec 9>>"$VM_LOCK" || die "cannot open $VM_LOCK"
+	if ! flock -n 9; then
+		echo "vm-run: waiting for another VM to finish ($VM_LOCK)" >&2
+		flock 9
+	fi
+fi
+
+# ---- boot -------------------------------------------------------------------------
+vng_args=(
+	--run "$kernel"
+	--disable-kvm
+	--force-9p
+	--memory "$VM_MEMORY"
+	--cpus "$VM_CPUS"
+	--qemu-opts="-cpu $VM_CPU"
+	--rwdir "$outdir"
+	--name "vm-run-$$"
+	-v
+)
+for a in $VM_APPEND; do
+	vng_args+=(--append "$a")
+done
+vng_args+=(--exec "/bin/bash $wrapper")
+
+echo "vm-run: booting $kver (timeout ${VM_TIMEOUT}s): $*" >&2
+start=$(date +%s)
+# -v sends the serial console (all kernel messages, loglevel 7) to vng's
+# stderr; the command's output comes on stdout.  Both are pipes (see above).
+# timeout puts vng, virtme-run and qemu in one process group and kills it all.
+cd "$repo" || die "cannot enter $repo"
+fifo=$state/console-$kver.fifo
+rm -f "$fifo"
+mkfifo "$fifo" || die "cannot create $fifo"
+cat "$fifo" > "$console" &
+catpid=$!
+timeout -k 20 "$VM_TIMEOUT" "$VNG" "${vng_args[@]}" </dev/null 2>"$fifo" |
+	tee "$outlog"
+vng_rc=${PIPESTATUS[0]}
+end=$(date +%s)
+wait "$catpid"
+rm -f "$fifo"
+echo "vm-run: $kver: VM exited with status $vng_rc after $((end - start))s" >&2
+
+status=0
+if [ -s "$rcfile" ]; then
+	status=$(cat "$rcfile")
+	[ "$status" = 124 ] && echo "vm-run: TIMEOUT: command killed in the guest after ${guest_timeout}s" >&2
+elif [ "$vng_rc" = 124 ] || [ "$vng_rc" = 137 ] || [ $((end - start)) -ge "$VM_TIMEOUT" ]; then
+	echo "vm-run: TIMEOUT: VM killed after ${VM_TIMEOUT}s" >&2
+	status=124
+else
+	echo "vm-run: ERROR: the VM ended before the command finished (boot failure or panic?)" >&2
+	status=125
+fi
+
+# ---- kernel log check ----------------------------------------------------------------
+# Case sensitive on purpose: "report a bug", "This is not a bug." are boot noise.
+bad='WARNING:|BUG:|kernel BUG|Oops|general protection|KASAN|UBSAN|kmemleak|refcount_t|list_del corruption|list_add corruption|RCU stall|rcu: .*detected stall|self-detected stall|Call Trace|soft lockup|hard LOCKUP|blocked for more than|Kernel panic'
+log=$dmesgf
+if [ ! -s "$log" ]; then
+	echo "vm-run: no $dmesgf; checking the serial console log instead" >&2
+	log=$console
+fi
+if [ -s "$log" ]; then
+	hits=$(grep -E -- "$bad" "$log" | { if [ -n "$VM_DMESG_IGNORE" ]; then grep -Ev -- "$VM_DMESG_IGNORE"; else cat; fi; } || true)
+	if [ -n "$hits" ]; then
+		echo "vm-run: KERNEL LOG PROBLEM in $log:" >&2
+		printf '%s\n' "$hits" | head -n 200 | sed 's/^/vm-run:   /' >&2
+		first=$(printf '%s\n' "$hits" | head -n 1)
+		echo "vm-run: first report in context:" >&2
+		grep -F -m1 -B2 -A30 -- "$first" "$log" | sed 's/^/vm-run: | /' >&2
+		[ "$status" = 0 ] && status=97
+	fi
+else
+	echo "vm-run: no kernel log captured at all" >&2
+	[ "$status" = 0 ] && status=125
+fi
+
+if [ "$status" = 125 ] || { [ "$status" = 124 ] && [ ! -s "$rcfile" ]; }; then
+	echo "vm-run: last console lines ($console):" >&2
+	tail -n 40 "$console" | sed 's/^/vm-run:   /' >&2
+fi
+echo "vm-run: $kver: exit status $status" >&2
+exit "$status"
