@@ -9,9 +9,11 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD := build/$(KVER)
 W ?= 1
 
-# Kernels the tests boot: Debian bookworm's 6.1 and backports' 6.12.
-TEST_KVERS ?= $(shell ls -d /lib/modules/6.1.*-amd64/build /lib/modules/6.12.*-amd64/build 2>/dev/null | \
-	cut -d/ -f4 | sort -V)
+# Kernels the tests boot: the newest installed Debian 6.1 (bookworm) and 6.12
+# (bookworm-backports) with headers and an image.
+newest = $(shell cd /lib/modules 2>/dev/null && for k in $(1); do \
+	[ -d $$k/build ] && [ -f /boot/vmlinuz-$$k ] && echo $$k; done | sort -V | tail -n1)
+TEST_KVERS ?= $(call newest,6.1.*-amd64) $(call newest,6.12.*-amd64)
 
 KSRC := $(wildcard kernel/*.c kernel/*.h) Kbuild
 
@@ -82,3 +84,6 @@ uninstall:
 clean:
 	rm -rf build
 	-$(MAKE) -C tools/lesctl clean
+
+print-test-kvers:
+	@echo $(TEST_KVERS)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=4
+want_version=5
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -25,7 +25,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential bc flex bison kmod libelf-dev sparse \
 	libmnl-dev pkg-config \
 	qemu-system-x86 busybox-static \
-	iproute2 iperf3 tcpdump nftables ethtool procps \
+	iproute2 iperf3 tcpdump nftables ethtool procps iputils-ping \
 	python3 python3-pip python3-venv python3-cryptography python3-pytest \
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 \

@@ -54,52 +54,68 @@
 #   (last -cpu wins) so that a future vng default cannot silently drop it.
 #   Under TCG `-cpu max` exposes aes, pclmulqdq, avx2, vaes, sse4_2, ssse3:
 #   aesni_intel and ghash_clmulni_intel load, and rfc4106(gcm(aes)) resolves
-#   to rfc4106-gcm-aesni (6.1); i.e. the same code paths as on real x86.
-#   MTTCG runs the 2 vCPUs on 2 host threads.
-#   Wall time from `vng` start to poweroff for a trivial command: about 20 s
-#   for 6.1.0-56-amd64 and about 20 s for 6.12.117+deb12-amd64 (the guest
-#   reaches the command ~9-10 s after kernel start; the rest is QEMU/initramfs
-#   setup).  `--force-9p` skips vng's doomed virtiofsd attempts.
+#   to rfc4106-gcm-aesni on 6.1 and rfc4106-gcm-aesni-avx (prio 500) on 6.12,
+#   i.e. the same code paths as on real x86.  MTTCG runs 2 vCPUs on 2 threads.
+# * Boot cost, wall time from start to poweroff for a trivial command:
+#   6.1.0-56-amd64 13-17 s, 6.12.117+deb12-amd64 13-19 s (the guest reaches
+#   the command 9-15 s after kernel start).  `--force-9p` skips vng's doomed
+#   virtiofsd attempts (~3 s).  A probe running ping, iperf3 -t 3, tcpdump,
+#   nft and a few dozen ip commands took 28-38 s in all.
 # * The guest's / is the host's / over 9p, read-only, with tmpfs overlays on
 #   /etc /lib /home /opt /srv /usr /var /tmp (writes vanish at poweroff).  The
-#   repository is readable but NOT writable: build on the host beforehand and
-#   write results to OUTDIR (mounted over 9p, read-write, also under /tmp).
-#   Modules come from the host's /lib/modules/KVER (vng builds a small
-#   initramfs with the 9p/virtio modules the Debian kernels need).
-# * Works in the guest (both kernels): ip netns add, veth pairs moved into
-#   namespaces, ip xfrm, `modprobe esp4 esp6 xfrm_user xfrm_interface
-#   nf_tables aesni_intel`, nft (tables/chains), tcpdump -w OUTDIR/x.pcap,
-#   iperf3 between namespaces over veth (~1.7 Gbit/s under TCG with 6.1),
-#   ethtool, tc, ss, strace, perf, /usr/bin/python3 (3.11) with the Debian
-#   python3-cryptography 38.0.4.  The host's pyenv python (cryptography 48) is
-#   not on the guest's PATH: use /usr/bin/python3.  `ping` needs the host
-#   package iputils-ping (installed on this host by hand; socat is absent).
-# * Out-of-tree modules: /sys/module/module/parameters/sig_enforce is N and
-#   lockdown is [none] (no secure boot in the VM), so `insmod file.ko` of an
-#   unsigned module works: tested with a copy of esp4.ko whose appended
-#   signature was stripped, after `rmmod esp4` (its dep xfrm_algo stayed
-#   loaded).  dmesg says "module verification failed: signature and/or required
-#   key missing - tainting kernel" and /proc/sys/kernel/tainted gets 8192 (E);
-#   an out-of-tree build adds 4096 (O).  Neither is treated as a problem here.
-# * xfrm replay window: with `flag esn`, `replay-window 4096` is accepted and
-#   `ip -s xfrm state` shows "replay_window 4096, bitmap-length 128".
-#   32768 (or anything > 4096) is refused by iproute2 already ("Error:
-#   replay-window (32768) > XFRMA_REPLAY_ESN_MAX (4096)."), and the kernel's
-#   verify_replay() refuses bmp_len > 128 words anyway, on both kernels:
-#   4096 packets is the hard maximum of a Linux SA's replay window.
+#   repository is readable but NOT writable ("Read-only file system"): build
+#   on the host beforehand and write results to OUTDIR (9p, read-write; it may
+#   be under /tmp or inside the repository).  Modules come from the host's
+#   /lib/modules/KVER (vng adds an initramfs with the 9p/virtio modules).
+# * Works in the guest, both kernels: `ip netns add`, `ip link add v0 netns a
+#   type veth peer name v1 netns b`, ping between namespaces, `modprobe esp4
+#   esp6 xfrm_user xfrm_interface nf_tables aesni_intel`, nft tables/chains,
+#   `tcpdump -w $VM_OUTDIR/x.pcap` (the file lands on the host), iperf3 between
+#   namespaces over veth (1.5-1.7 Gbit/s under TCG), ethtool, tc, ss, strace,
+#   perf, /usr/bin/python3 3.11 with Debian's python3-cryptography 38.0.4.
+#   The host's pyenv python (cryptography 48) is not on the guest's PATH.
+#   `ping` needs the host package iputils-ping (not in tools/setup-host.sh;
+#   installed here by hand).  socat and bpftool are absent.
+# * Out-of-tree modules: CONFIG_MODULE_SIG=y but not forced;
+#   /sys/module/module/parameters/sig_enforce is N and lockdown is [none], so
+#   `insmod some.ko` of an unsigned module works on both kernels (tested with
+#   a module built by `make -C /lib/modules/KVER/build M=...` on the host, and
+#   with esp4.ko stripped of its signature).  dmesg then says "loading
+#   out-of-tree module taints kernel." and "module verification failed:
+#   signature and/or required key missing - tainting kernel"; tainted = 12288
+#   (O+E).  Neither is treated as a problem below.  6.12's in-tree modules
+#   are .ko.xz, 6.1's are plain .ko.
+# * xfrm replay window: with `flag esn`, `replay-window 4096` is accepted
+#   ("replay_window 4096, bitmap-length 128" in `ip -s xfrm state`), without
+#   `flag esn` too (iproute2 then sends the ESN-style attribute).  Anything
+#   above 4096 is refused by iproute2 6.1 and 6.15 ("Error: replay-window
+#   (32768) > XFRMA_REPLAY_ESN_MAX (4096).") and by the kernel itself
+#   (verify_replay(): "ESN bitmap length must be <= 128"): 4096 is the hard
+#   maximum of a Linux SA's replay window on every kernel.
 # * `dir in|out` on states: bookworm's iproute2 6.1.0 does not know it
 #   ("Error: argument "dir" is wrong: unknown").  iproute2 6.15 from
-#   bookworm-backports does, and runs on bookworm's libraries; on 6.12 the
-#   kernel accepts `dir in`, on 6.1 the kernel rejects the unknown attribute.
-#   (See the report that accompanied this script for exact commands.)
-# * vng and stdio: CI has no tty and no stdin; vng is run with </dev/null and
-#   with stdout/stderr on pipes.  Never give vng a regular file as stdout or
-#   stderr: QEMU reopens /proc/self/fd/1 and /proc/self/fd/2 with O_TRUNC and
-#   writes from offset 0, clobbering the file; if they are unopenable (closed,
-#   socket) vng falls back to a mode that loses the guest's stderr.  This
-#   script always interposes pipes, so its own output may go anywhere.
+#   bookworm-backports does (it runs on bookworm's libraries; extracting the
+#   .deb is enough to try it).  6.12 honours it: `ip xfrm state` shows
+#   "dir in"/"dir out", and `dir out` with a replay window is refused
+#   ("Error: Replay window should be 0 for output SA.").  6.1 SILENTLY
+#   IGNORES the attribute (the state is added without a direction); and
+#   `dir out flag esn` without replay-window fails on 6.1 with "ESN replay
+#   window must be > 0." because only 6.10+ allows a 0 window for out SAs.
+# * Kernel log check: a clean boot of either kernel has none of the patterns
+#   below; tested that a WARN_ON (6.12), a NULL dereference Oops (6.1), an RCU
+#   stall from a module spinning with preemption off (6.12) are caught, that a
+#   panic (sysrq c) ends the VM at once and is reported from the console log
+#   (exit 125), and that both timeouts work (guest side: exit 124 with dmesg;
+#   host side: QEMU "terminating on signal 15 from pid ... (timeout)").
+# * vng and stdio: CI has no tty and no stdin; tested under `setsid ...
+#   </dev/null` with output to a pipe and to a file.  vng itself is always run
+#   with </dev/null and stdout/stderr on pipes: never give it a regular file
+#   as stdout or stderr, QEMU reopens /proc/self/fd/1 and /proc/self/fd/2
+#   with O_TRUNC and writes from offset 0, clobbering the file; if they cannot
+#   be opened (closed fd, socket) vng falls back to a mode that loses the
+#   guest's stderr.  A tty on stdin would be put in raw mode by QEMU.
 # * The guest command travels on the kernel command line (base64, 2048 byte
-#   limit on x86), so only a short `sh WRAPPER` is passed; the real command is
+#   limit on x86), so only `/bin/bash WRAPPER` is passed; the real command is
 #   in the wrapper file written to OUTDIR/.vm-run/.
 # ---------------------------------------------------------------------------
 set -uo pipefail
@@ -227,7 +243,8 @@ vng_args=(
 	--name "vm-run-$$"
 	-v
 )
-for a in $VM_APPEND; do
+read -r -a append_args <<< "$VM_APPEND"
+for a in "${append_args[@]}"; do
 	vng_args+=(--append "$a")
 done
 vng_args+=(--exec "/bin/bash $wrapper")
@@ -238,21 +255,36 @@ start=$(date +%s)
 # stderr; the command's output comes on stdout.  Both are pipes (see above).
 # timeout puts vng, virtme-run and qemu in one process group and kills it all.
 cd "$repo" || die "cannot enter $repo"
-fifo=$state/console-$kver.fifo
-rm -f "$fifo"
-mkfifo "$fifo" || die "cannot create $fifo"
-cat "$fifo" > "$console" &
+# Named pipes, not process substitution, so that we can wait for the readers.
+cfifo=$state/console-$kver.fifo
+ofifo=$state/output-$kver.fifo
+rm -f "$cfifo" "$ofifo"
+mkfifo "$cfifo" "$ofifo" || die "cannot create fifos in $state"
+cat < "$cfifo" > "$console" &
 catpid=$!
-timeout -k 20 "$VM_TIMEOUT" "$VNG" "${vng_args[@]}" </dev/null 2>"$fifo" |
-	tee "$outlog"
-vng_rc=${PIPESTATUS[0]}
+tee "$outlog" < "$ofifo" &
+teepid=$!
+timeout -k 20 "$VM_TIMEOUT" "$VNG" "${vng_args[@]}" </dev/null >"$ofifo" 2>"$cfifo" &
+tpid=$!
+# If we are told to stop, tell timeout: it passes the signal on to vng/qemu.
+interrupted=
+trap 'interrupted=1; kill -TERM "$tpid" 2>/dev/null' TERM INT HUP
+vng_rc=
+while [ -z "$vng_rc" ] || kill -0 "$tpid" 2>/dev/null; do
+	wait "$tpid"
+	vng_rc=$?
+done
+trap - TERM INT HUP
 end=$(date +%s)
-wait "$catpid"
-rm -f "$fifo"
+wait "$catpid" "$teepid"
+rm -f "$cfifo" "$ofifo"
 echo "vm-run: $kver: VM exited with status $vng_rc after $((end - start))s" >&2
 
 status=0
-if [ -s "$rcfile" ]; then
+if [ -n "$interrupted" ]; then
+	echo "vm-run: interrupted" >&2
+	status=130
+elif [ -s "$rcfile" ]; then
 	status=$(cat "$rcfile")
 	[ "$status" = 124 ] && echo "vm-run: TIMEOUT: command killed in the guest after ${guest_timeout}s" >&2
 elif [ "$vng_rc" = 124 ] || [ "$vng_rc" = 137 ] || [ $((end - start)) -ge "$VM_TIMEOUT" ]; then

@@ -1,0 +1,95 @@
+#!/bin/bash
+# make check: everything that proves Layered ESP, on a fresh Debian bookworm
+# machine.  Installs what it needs, builds (W=1, sparse, checkpatch), runs the
+# host tests, then boots each test kernel in a VM and runs the kernel tests
+# there.  One TAP-like line per test; the last line is "N passed, N failed".
+# Exit status: 0 only if nothing failed.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+out=$root/tests/out
+mkdir -p "$out"
+log=$out/check.log
+: > "$log"
+
+passed=0
+failed=0
+n=0
+
+report() {	# report OK|FAIL "description" [detail file]
+	n=$((n + 1))
+	if [ "$1" = OK ]; then
+		passed=$((passed + 1))
+		echo "ok $n - $2"
+	else
+		failed=$((failed + 1))
+		echo "not ok $n - $2"
+		[ -n "${3:-}" ] && [ -f "$3" ] && tail -n 30 "$3" | sed 's/^/#   /'
+	fi
+}
+
+step() {	# step "description" command...: one test from one command
+	local desc=$1 f
+	shift
+	f=$(mktemp)
+	if "$@" >"$f" 2>&1; then
+		report OK "$desc"
+	else
+		report FAIL "$desc" "$f"
+	fi
+	cat "$f" >>"$log"
+	rm -f "$f"
+}
+
+# Counts a TAP stream from the VM or pytest into ours.
+absorb() {	# absorb prefix < tap
+	local line
+	while IFS= read -r line; do
+		echo "$line" >>"$log"
+		case "$line" in
+		"ok "*)
+			n=$((n + 1)); passed=$((passed + 1))
+			echo "ok $n - $1${line#ok * - }" ;;
+		"not ok "*)
+			n=$((n + 1)); failed=$((failed + 1))
+			echo "not ok $n - $1${line#not ok * - }" ;;
+		"#   "*)
+			echo "$line" ;;
+		esac
+	done
+}
+
+step "host set-up (packages, kernels, virtme-ng)" tools/setup-host.sh
+kvers=$(make -s --no-print-directory -f Makefile print-test-kvers 2>/dev/null)
+step "test kernels are installed (6.1 and 6.12): $(echo $kvers)" \
+	bash -c "[ \$(echo '$kvers' | wc -w) -ge 2 ]"
+step "les.ko builds warning-free with W=1 and sparse-clean for every test kernel" make modules C=1
+step "checkpatch.pl --strict finds no errors in kernel/" tools/checkpatch.sh
+step "lesctl builds" make -C tools/lesctl
+
+# Host tests: the reference codec and the pure C code it is checked against.
+pytest_out=$out/pytest.txt
+/usr/bin/python3 -m pytest -q -rA tests/host >"$pytest_out" 2>&1
+grep -E "^(PASSED|FAILED|ERROR) " "$pytest_out" |
+	sed -E 's/^PASSED (.*)/ok 0 - \1/; s/^(FAILED|ERROR) (.*)/not ok 0 - \2/' |
+	absorb "host: "
+if ! grep -qE "^PASSED " "$pytest_out"; then
+	report FAIL "host tests ran" "$pytest_out"
+fi
+
+for k in $kvers; do
+	vmlog=$out/vm-$k.txt
+	tests/vm/vm-run.sh "$k" "$out/vm" -- tests/vm/guest.sh 2>&1 | tee "$vmlog" >/dev/null
+	status=${PIPESTATUS[0]}
+	absorb "$k: " <"$vmlog"
+	if [ "$status" -eq 97 ]; then
+		report FAIL "$k: no kernel warning, oops or leak report during the tests" "$vmlog"
+	elif [ "$status" -ne 0 ]; then
+		report FAIL "$k: the VM test run completed (exit $status)" "$vmlog"
+	else
+		report OK "$k: the VM test run completed with a clean kernel log"
+	fi
+done
+
+echo "$passed passed, $failed failed"
+[ "$failed" -eq 0 ]

@@ -1,0 +1,197 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""Small actions the VM tests run inside a network namespace
+(`ip netns exec NS python3 tests/vm/nsagent.py ACTION ...`).
+
+Each action does one thing and prints its result as one JSON line, so the
+test driver reads results without parsing free text."""
+import hashlib
+import json
+import os
+import select
+import signal
+import socket
+import struct
+import sys
+import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
+from lescodec import pcap  # noqa: E402
+
+ETH_P_ALL = 0x0003
+SOL_UDP = 17
+UDP_ENCAP = 100
+UDP_ENCAP_ESPINUDP = 2
+
+
+def family_of(addr):
+    return socket.AF_INET6 if ":" in addr else socket.AF_INET
+
+
+def sniff(iface, out, seconds):
+    """Capture every frame on IFACE into a pcap until SIGTERM or timeout."""
+    s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.bind((iface, 0))
+    stop = [False]
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
+    frames = []
+    deadline = time.time() + float(seconds)
+    print(json.dumps({"sniffing": iface}), flush=True)
+    while not stop[0] and time.time() < deadline:
+        r, _, _ = select.select([s], [], [], 0.05)
+        if r:
+            data, addr = s.recvfrom(65535)
+            # Keep IP only, as LINKTYPE_RAW: the tests read IP packets.
+            if len(data) > 14 and data[12:14] in (b"\x08\x00", b"\x86\xdd"):
+                frames.append((time.time(), data[14:]))
+    pcap.write_pcap(out, frames, linktype=pcap.LINKTYPE_RAW)
+    print(json.dumps({"frames": len(frames)}), flush=True)
+
+
+def udp_recv(addr, port, count, timeout):
+    s = socket.socket(family_of(addr), socket.SOCK_DGRAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, int(port)))
+    s.settimeout(float(timeout))
+    print(json.dumps({"listening": port}), flush=True)
+    got = []
+    try:
+        while len(got) < int(count):
+            data, src = s.recvfrom(65535)
+            got.append({"src": src[0], "sport": src[1], "data": data.hex()})
+    except socket.timeout:
+        pass
+    print(json.dumps({"received": got}), flush=True)
+
+
+def udp_send(src, dst, port, payload_hex, sport="0"):
+    s = socket.socket(family_of(dst), socket.SOCK_DGRAM)
+    s.bind((src, int(sport)))
+    s.sendto(bytes.fromhex(payload_hex), (dst, int(port)))
+    print(json.dumps({"sent": len(payload_hex) // 2}))
+
+
+def bypass_policy(s, family):
+    """A per-socket xfrm policy "allow" (what IKE daemons use), so that
+    injected ESP is not itself caught by the namespace's policies."""
+    info = bytearray(168)
+    struct.pack_into("=H", info, 40, family)
+    info[160] = 1  # XFRM_POLICY_OUT
+    level = socket.IPPROTO_IP if family == socket.AF_INET else socket.IPPROTO_IPV6
+    opt = 17 if family == socket.AF_INET else 35  # IP_XFRM_POLICY, IPV6_XFRM_POLICY
+    s.setsockopt(level, opt, bytes(info))
+
+
+def raw_send(dst, packet_hex):
+    """Send a complete IP packet (header included) as it is."""
+    fam = family_of(dst)
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    bypass_policy(s, fam)
+    pkts = packet_hex.split(",")
+    for p in pkts:
+        s.sendto(bytes.fromhex(p), (dst, 0))
+    print(json.dumps({"sent": len(pkts)}))
+
+
+def udp_encap_hold(addr, port, seconds):
+    """Hold the NAT-T port open: xfrm only takes ESP-in-UDP from a socket
+    with UDP_ENCAP set (charon's job on a real gateway)."""
+    s = socket.socket(family_of(addr), socket.SOCK_DGRAM)
+    s.bind((addr, int(port)))
+    s.setsockopt(SOL_UDP, UDP_ENCAP, UDP_ENCAP_ESPINUDP)
+    print(json.dumps({"holding": port}), flush=True)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
+    time.sleep(float(seconds))
+
+
+def tcp_serve(addr, port, timeout):
+    """Accept one connection, read to EOF, report length and SHA-256."""
+    s = socket.socket(family_of(addr), socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, int(port)))
+    s.listen(1)
+    s.settimeout(float(timeout))
+    print(json.dumps({"listening": port}), flush=True)
+    h, n = hashlib.sha256(), 0
+    try:
+        c, _ = s.accept()
+        c.settimeout(float(timeout))
+        while True:
+            b = c.recv(65536)
+            if not b:
+                break
+            h.update(b)
+            n += len(b)
+    except socket.timeout:
+        pass
+    print(json.dumps({"bytes": n, "sha256": h.hexdigest()}), flush=True)
+
+
+def tcp_serve_echo_text(addr, port, timeout):
+    """Accept one connection, read to EOF, report the text received."""
+    s = socket.socket(family_of(addr), socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((addr, int(port)))
+    s.listen(1)
+    s.settimeout(float(timeout))
+    print(json.dumps({"listening": port}), flush=True)
+    c, _ = s.accept()
+    data = b""
+    while True:
+        b = c.recv(65536)
+        if not b:
+            break
+        data += b
+    c.close()
+    print(json.dumps({"bytes": len(data), "text": data.decode(errors="replace")}), flush=True)
+
+
+def tcp_send(src, dst, port, nbytes, seed="les"):
+    data = b"".join(hashlib.sha256(f"{seed}{i}".encode()).digest()
+                    for i in range((int(nbytes) + 31) // 32))[:int(nbytes)]
+    s = socket.socket(family_of(dst), socket.SOCK_STREAM)
+    s.bind((src, 0))
+    s.settimeout(20)
+    s.connect((dst, int(port)))
+    s.settimeout(120)
+    s.sendall(data)
+    s.shutdown(socket.SHUT_WR)
+    s.recv(1)
+    s.close()
+    print(json.dumps({"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}))
+
+
+def tcp_raw_recv(addr, port, seconds):
+    """Report TCP segments to PORT that the stack delivers to this host
+    (a raw socket sees every one, after IPsec and policy checks)."""
+    fam = family_of(addr)
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_TCP)
+    s.settimeout(0.1)
+    print(json.dumps({"listening": port}), flush=True)
+    got = []
+    end = time.time() + float(seconds)
+    while time.time() < end:
+        try:
+            data = s.recv(65535)
+        except socket.timeout:
+            continue
+        if fam == socket.AF_INET:
+            data = data[(data[0] & 0xf) * 4:]     # IPv4 raw sockets see the IP header
+        if len(data) >= 20 and int.from_bytes(data[2:4], "big") == int(port):
+            got.append({"flags": data[13], "window": int.from_bytes(data[14:16], "big"),
+                        "len": len(data)})
+    print(json.dumps({"segments": got}), flush=True)
+
+
+ACTIONS = {
+    "sniff": sniff, "udp-recv": udp_recv, "udp-send": udp_send,
+    "raw-send": raw_send, "udp-encap-hold": udp_encap_hold,
+    "tcp-serve": tcp_serve, "tcp-send": tcp_send, "tcp-raw-recv": tcp_raw_recv,
+    "tcp-serve-echo-text": tcp_serve_echo_text,
+}
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] not in ACTIONS:
+        print("usage: nsagent.py {%s} ARGS..." % "|".join(ACTIONS), file=sys.stderr)
+        sys.exit(2)
+    ACTIONS[sys.argv[1]](*sys.argv[2:])
