@@ -11,8 +11,10 @@
  *   after:   | ESP IV L nh f | headers | ICV2 | payload | pad pl nh | ICV1 |
  */
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/udp.h>
 #include <net/ip.h>
+#include <net/ip6_checksum.h>
 #include <net/xfrm.h>
 
 #include "les.h"
@@ -72,6 +74,27 @@ static unsigned int les_encap_len(const struct xfrm_state *x)
 	return sizeof(struct udphdr);
 }
 
+/*
+ * UDP over IPv6 needs a real checksum (RFC 8200), and only now, with both
+ * zones sealed, are the bytes it covers final.  IPv4 keeps 0 (RFC 3948).
+ */
+static void les_output_encap_csum(struct xfrm_state *x, struct sk_buff *skb)
+{
+	struct udphdr *uh;
+	unsigned int off;
+	__wsum csum;
+
+	if (!x->encap || x->props.family != AF_INET6)
+		return;
+	uh = udp_hdr(skb);
+	off = skb_transport_offset(skb);
+	csum = skb_checksum(skb, off, skb->len - off, 0);
+	uh->check = csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
+				    skb->len - off, IPPROTO_UDP, csum);
+	if (!uh->check)
+		uh->check = CSUM_MANGLED_0;
+}
+
 /* Finish after both zones are sealed, or after a failure. */
 static void les_output_done(struct sk_buff *skb, int err)
 {
@@ -85,6 +108,8 @@ static void les_output_done(struct sk_buff *skb, int err)
 			return;
 	}
 	kfree(c);
+	if (!err)
+		les_output_encap_csum(x, skb);
 	if (err)
 		les_stat_inc(xs_net(x), LES_STAT_OUT_ERRORS);
 	xfrm_output_resume(skb_to_full_sk(skb), skb, err);
@@ -213,6 +238,8 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 			return err;
 	}
 	kfree(c);
+	if (!err)
+		les_output_encap_csum(x, skb);
 	if (err == -ENOSPC)
 		err = NET_XMIT_DROP;
 error:

@@ -54,11 +54,11 @@ class Tap:
         self.n += 1
         print(f"ok {self.n} - {self.prefix}{desc} # SKIP {why}", flush=True)
 
-    def run(self, desc, fn, *args):
+    def run(self, desc, fn, *args, **kw):
         """Run fn; an exception is a failure with its message, never a crash
         of the whole suite."""
         try:
-            res = fn(*args)
+            res = fn(*args, **kw)
         except Exception as e:  # noqa: BLE001 - a test's failure, reported
             import traceback
             return self.ok(False, desc, f"{type(e).__name__}: {e}\n" + traceback.format_exc(limit=3))

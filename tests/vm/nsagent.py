@@ -167,10 +167,12 @@ def tcp_raw_recv(addr, port, seconds):
     fam = family_of(addr)
     s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_TCP)
     s.settimeout(0.1)
+    stop = [False]
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
     print(json.dumps({"listening": port}), flush=True)
     got = []
     end = time.time() + float(seconds)
-    while time.time() < end:
+    while time.time() < end and not stop[0]:
         try:
             data = s.recv(65535)
         except socket.timeout:

@@ -1,0 +1,80 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""make bench, inside the VM: LES against ESP with the same AEAD, same run.
+
+Throughput: iperf3 (TCP, a -> b through m, tunnel mode, AES-256-GCM) in
+alternating rounds, ESP then LES, so both see the same machine state.
+Bytes on the wire: the same UDP datagrams through each, captured on m."""
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from lesvm import Bg, Config, agent, capture_esp, sh, topology_down, topology_up, tunnel_up  # noqa: E402
+
+ROUNDS = int(os.environ.get("LES_BENCH_ROUNDS", "3"))
+SECONDS = int(os.environ.get("LES_BENCH_SECONDS", "8"))
+
+
+def iperf(cfg):
+    srv = f"ip netns exec les-b iperf3 -s -1 -B {cfg.inner('b')} -D --logfile /dev/null"
+    sh(srv)
+    time.sleep(0.5)
+    p = sh(f"iperf3 -c {cfg.inner('b')} -B {cfg.inner('a')} -t {SECONDS} -J", ns="a",
+           timeout=SECONDS + 60)
+    r = json.loads(p.stdout)
+    return r["end"]["sum_received"]["bits_per_second"]
+
+
+def wire_sizes(cfg, plain, out, sizes=(1, 100, 500, 1000, 1300)):
+    ab, _ = tunnel_up(cfg, 0x900 if plain else 0xa00, plain=plain)
+    path = f"{out}/bench-{'esp' if plain else 'les'}.pcap"
+    snif = Bg("m", "sniff", "m-b", path, 60)
+    for n in sizes:
+        rx = Bg("b", "udp-recv", cfg.inner("b"), 6100, 1, 5)
+        agent("a", "udp-send", cfg.inner("a"), cfg.inner("b"), 6100, ("x" * n).encode().hex())
+        rx.result()
+    time.sleep(0.2)
+    snif.stop()
+    return [len(ip) for ip, f in capture_esp(path, ab.spi)]
+
+
+def main():
+    ko, out = sys.argv[1], sys.argv[2]
+    os.makedirs(out, exist_ok=True)
+    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user")
+    sh(f"insmod {ko}")
+    topology_up()
+    cfg = Config("tunnel", 4, 4)
+    drv = sh("grep -A3 '^name *: gcm(aes)' /proc/crypto | grep driver | head -n1", check=False).stdout.strip()
+    res = {"esp": [], "les": []}
+    for r in range(ROUNDS):
+        for kind in ("esp", "les"):
+            tunnel_up(cfg, 0x800 + r * 4, plain=(kind == "esp"))
+            res[kind].append(iperf(cfg))
+            print(f"# round {r + 1} {kind}: {res[kind][-1] / 1e6:.2f} Mbit/s", flush=True)
+    esp_sizes = wire_sizes(cfg, True, out)
+    les_sizes = wire_sizes(cfg, False, out)
+    topology_down()
+    esp_m, les_m = statistics.median(res["esp"]), statistics.median(res["les"])
+    ratios = [l / e for l, e in zip(res["les"], res["esp"])]
+    over = [l - e for l, e in zip(les_sizes, esp_sizes)]
+    kver = os.uname().release
+    print(f"\n## {kver}  (gcm(aes) driver: {drv.split(':')[-1].strip()})\n")
+    print("| | ESP | LES | LES / ESP |")
+    print("|---|---|---|---|")
+    print(f"| TCP throughput, median of {ROUNDS} x {SECONDS} s (Mbit/s) | {esp_m / 1e6:.2f} | "
+          f"{les_m / 1e6:.2f} | **{les_m / esp_m:.3f}** |")
+    print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in ratios)} |")
+    print(f"\nBytes on the wire for UDP payloads of 1, 100, 500, 1000, 1300 bytes: "
+          f"ESP {esp_sizes}, LES {les_sizes}; LES adds {sorted(set(over))} bytes a packet.")
+    ok = les_m / esp_m >= 0.95 and set(over) == {20}
+    print(f"\nbench: ratio {les_m / esp_m:.3f} (target >= 0.95), overhead {sorted(set(over))} "
+          f"(target <= 20): {'met' if ok else 'NOT met'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
