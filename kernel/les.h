@@ -94,6 +94,7 @@ enum les_stat {
 	LES_STAT_IN_ERRORS,
 	LES_STAT_MAX
 };
+
 void les_stat_inc(struct net *net, enum les_stat item);
 int les_stats_init(void);
 void les_stats_exit(void);

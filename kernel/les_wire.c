@@ -195,26 +195,24 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 	chain->fragment = false;
 	chain->fragmented = false;
 
-	/* Every header is read first for its fixed part, then for its length. */
-#define STEP(want)						\
-	do {							\
-		fit = chain_fits(off, (want), avail, total, &need); \
-		if (fit < 0)					\
-			return need;				\
-		if (!fit)					\
-			goto out;				\
-	} while (0)
-
+	/*
+	 * Every header is read first for its fixed part, then for its length;
+	 * chain_fits() says whether the chain may take it.
+	 */
 	for (;;) {
 		const __u8 *h = buf + off;
 
 		switch (nexthdr) {
 		case PROTO_IPIP:
-			STEP(20);
+			fit = chain_fits(off, 20, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			hlen = (h[0] & 0x0f) * 4u;
 			if ((h[0] >> 4) != 4 || hlen < 20)
 				goto out;
-			STEP(hlen);
+			fit = chain_fits(off, hlen, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			nexthdr = h[9];
 			off += hlen;
 			/* MF or a fragment offset. */
@@ -226,7 +224,9 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 			}
 			break;
 		case PROTO_IPV6:
-			STEP(40);
+			fit = chain_fits(off, 40, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			if ((h[0] >> 4) != 6)
 				goto out;
 			nexthdr = h[6];
@@ -235,21 +235,31 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 		case PROTO_HOPOPTS:
 		case PROTO_ROUTING:
 		case PROTO_DSTOPTS:
-			STEP(2);
+			fit = chain_fits(off, 2, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			hlen = (h[1] + 1u) * 8;
-			STEP(hlen);
+			fit = chain_fits(off, hlen, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			nexthdr = h[0];
 			off += hlen;
 			break;
 		case PROTO_AH:
-			STEP(2);
+			fit = chain_fits(off, 2, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			hlen = (h[1] + 2u) * 4;
-			STEP(hlen);
+			fit = chain_fits(off, hlen, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			nexthdr = h[0];
 			off += hlen;
 			break;
 		case PROTO_FRAGMENT:
-			STEP(8);
+			fit = chain_fits(off, 8, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			nexthdr = h[0];
 			off += 8;
 			chain->fragmented = true;
@@ -259,11 +269,15 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 			}
 			break;
 		case PROTO_TCP:
-			STEP(20);
+			fit = chain_fits(off, 20, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			hlen = (h[12] >> 4) * 4u;
 			if (hlen < 20)
 				goto out;
-			STEP(hlen);
+			fit = chain_fits(off, hlen, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			chain->l4_off = off;
 			chain->l4_proto = nexthdr;
 			off += hlen;
@@ -272,7 +286,9 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 		case PROTO_UDPLITE:
 		case PROTO_ICMP:
 		case PROTO_ICMPV6:
-			STEP(8);
+			fit = chain_fits(off, 8, avail, total, &need);
+			if (fit <= 0)
+				goto end;
 			chain->l4_off = off;
 			chain->l4_proto = nexthdr;
 			off += 8;
@@ -281,7 +297,9 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 			goto out;
 		}
 	}
-#undef STEP
+end:
+	if (fit < 0)
+		return need;
 out:
 	chain->len = off;
 	return 0;

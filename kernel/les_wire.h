@@ -35,6 +35,7 @@ enum les_role {
 	LES_ROLE_PEP_ORIGIN_IN	= 3,	/* endpoint receiving packets a PEP made */
 	LES_ROLE_PEP_ORIGIN_OUT	= 4,	/* PEP sending header-only packets */
 };
+
 #define LES_ROLE_MAX		LES_ROLE_PEP_ORIGIN_OUT
 
 /* Where an SA of a role may be used. */

@@ -66,6 +66,8 @@ step "test kernels are installed (6.1 and 6.12): $(echo $kvers)" \
 step "les.ko builds warning-free with W=1 and sparse-clean for every test kernel" make modules C=1
 step "checkpatch.pl --strict finds no errors in kernel/" tools/checkpatch.sh
 step "lesctl builds" make -C tools/lesctl
+step "lesctl: blob round trip, errors and exit codes" tests/host/lesctl.sh
+step "fuzzing the pure protocol code (libFuzzer, ASan, UBSan, 30 s) finds nothing" tests/fuzz/run.sh
 
 # Host tests: the reference codec and the pure C code it is checked against.
 pytest_out=$out/pytest.txt

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=5
+want_version=8
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -22,7 +22,7 @@ fi
 
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
-	build-essential bc flex bison kmod libelf-dev sparse \
+	build-essential bc flex bison kmod libelf-dev sparse clang libclang-rt-14-dev \
 	libmnl-dev pkg-config \
 	qemu-system-x86 busybox-static \
 	iproute2 iperf3 tcpdump nftables ethtool procps iputils-ping \
@@ -34,6 +34,19 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 # virtme-ng boots the test kernels; it is not packaged for bookworm.
 if ! command -v vng >/dev/null; then
 	/usr/bin/python3 -m pip install -q --break-system-packages virtme-ng
+fi
+
+# Bookworm's iproute2 (6.1) cannot say "dir in|out" for an SA; the tests use
+# backports' unmodified ip binary for that one check, without installing it.
+bpo_ip=/opt/les/iproute2-bpo
+if [ ! -x "$bpo_ip/bin/ip" ]; then
+	tmp=$(mktemp -d)
+	(cd "$tmp" && apt-get download -t bookworm-backports iproute2 >/dev/null 2>&1) &&
+		$SUDO mkdir -p "$bpo_ip" &&
+		dpkg-deb -x "$tmp"/iproute2_*.deb "$tmp/x" &&
+		$SUDO cp -a "$tmp/x/bin" "$tmp/x/usr/lib" "$bpo_ip/" 2>/dev/null ||
+		echo "setup: backports iproute2 not available; SA direction tests will be skipped" >&2
+	rm -rf "$tmp"
 fi
 
 echo "$want_version" | $SUDO tee "$stamp" >/dev/null

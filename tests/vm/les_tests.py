@@ -115,6 +115,47 @@ def test_bad_blobs():
     xfrm_flush()
 
 
+BPO_IP = "/opt/les/iproute2-bpo/bin/ip"
+
+
+def test_roles():
+    """A role used against its direction: refused when the SA is added on
+    kernels that know SA directions, dropped and counted on every kernel."""
+    cfg = Config("tunnel", 4, 4)
+    xfrm_flush()
+    have_dir = tuple(int(x) for x in os.uname().release.split(".")[:2]) >= (6, 10)
+    cases = [("endpoint", "in", True), ("endpoint", "out", True),
+             ("pep-view", "out", False), ("pep-origin-in", "out", False),
+             ("pep-origin-out", "in", False), ("pep-origin-out", "out", True)]
+    for role, d, accepted in cases:
+        desc = f"a {role} SA with dir {d} is {'accepted' if accepted else 'refused'}"
+        if not have_dir or not os.access(BPO_IP, os.X_OK):
+            T.skip(desc, "SA directions need Linux 6.10 and iproute2 6.10")
+            continue
+        sa = Sa(cfg, "a", "b", 0x520, role=role, pep_id=0)
+        cmd = sa.add_cmd(f"dir {d}").replace("ip xfrm", BPO_IP + " xfrm", 1)
+        if d == "out":
+            cmd = cmd.replace(" replay-window 4096", "")
+        p = sh(cmd, ns="a", check=False)
+        good = (p.returncode == 0) if accepted else (
+            p.returncode != 0 and "cannot be used on an" in p.stderr)
+        T.ok(good, desc, p.stderr)
+        xfrm_flush()
+    # Without a direction: a pep-view SA that a policy sends through drops.
+    ab, ba = tunnel_up(cfg, 0x530)
+    sh(f"ip xfrm state delete src {cfg.outer('a')} dst {cfg.outer('b')} proto esp spi {ab.spi:#x}", ns="a")
+    view = Sa(cfg, "a", "b", ab.spi, role="pep-view", k2=ab.k2)
+    sh(view.add_cmd(), ns="a")
+    before = counters("a")
+    # The sender may see the error (EINVAL) or not: the counters tell.
+    sh(f"/usr/bin/python3 tests/vm/nsagent.py udp-send {cfg.inner('a')} {cfg.inner('b')} 6009 6e6f",
+       ns="a", check=False)
+    d = delta(before, counters("a"))
+    T.ok(d.get("LesOutPolicy") == 1 and d.get("XfrmOutStateProtoError") == 1,
+         "a packet sent through a pep-view SA is dropped and counted", d)
+    xfrm_flush()
+
+
 # ---- traffic ------------------------------------------------------------------------
 
 def udp_roundtrip(cfg, sa, payload, sport=5001, dport=6001):
@@ -436,6 +477,7 @@ def main():
     steps = [
         ("load", test_load),
         ("errors", test_bad_blobs),
+        ("roles", test_roles),
         ("modes", test_modes),
         ("pep-origin", test_pep_origin),
         ("bad-input", test_bad_input),

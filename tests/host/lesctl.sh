@@ -1,0 +1,28 @@
+#!/bin/bash
+# lesctl as scripts use it: output, JSON and exit codes.
+set -u
+cd "$(dirname "$0")/../.."
+L=tools/lesctl/lesctl
+fail=0
+check() { if eval "$2"; then echo "ok - $1"; else echo "not ok - $1"; fail=1; fi; }
+
+k2=$(printf '%072x' 7)
+k1=$(printf '%072x' 9)
+blob=$($L blob create endpoint k2 $k2 k1 $k1)
+check "an endpoint blob is 84 bytes of hex after 0x" '[ ${#blob} -eq 170 ] && [ "${blob:0:10}" = 0x4c45534b ]'
+check "the blob carries K2 then K1" '[ "${blob:26:72}" = "$k2" ] && [ "${blob:98:72}" = "$k1" ]'
+check "the Python codec parses lesctl blobs identically" \
+	'[ "$(/usr/bin/python3 -c "import sys; sys.path.insert(0, \"tools\"); from lescodec import blob; b = blob.parse_blob(bytes.fromhex(\"${blob#0x}\")); print(b.role.label, len(b.k2salt))" 2>&1)" = "endpoint 36" ]'
+check "blob show names the role" '$L blob show $blob | grep -q "role endpoint keylen 32"'
+check "-j blob show is JSON" '$L -j blob show $blob | /usr/bin/python3 -c "import json,sys; assert json.load(sys.stdin)[\"role\"] == \"endpoint\""'
+check "random keys differ" '[ "$($L blob create pep-view)" != "$($L blob create pep-view)" ]'
+check "pep-origin blobs carry the pep-id" '$L blob show $($L blob create pep-origin-in keylen 16 pep-id 7) | grep -q "pep-id 7"'
+$L blob show 0x4c45534b02 >/dev/null 2>&1; rc=$?
+check "a malformed blob exits 1" '[ $rc -eq 1 ]'
+$L blob create nonsense >/dev/null 2>&1; rc=$?
+check "an unknown role is a usage error (2)" '[ $rc -eq 2 ]'
+$L blob create endpoint k2 abcd >/dev/null 2>&1; rc=$?
+check "a short key is a usage error (2)" '[ $rc -eq 2 ]'
+$L blob create pep-view pep-id 3 >/dev/null 2>&1; rc=$?
+check "a pep-id on a pep-view blob is refused" '[ $rc -eq 2 ]'
+exit $fail
