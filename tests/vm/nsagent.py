@@ -15,8 +15,7 @@ import struct
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools"))
-from lescodec import pcap  # noqa: E402
+TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
 
 ETH_P_ALL = 0x0003
 SOL_UDP = 17
@@ -30,6 +29,8 @@ def family_of(addr):
 
 def sniff(iface, out, seconds):
     """Capture every frame on IFACE into a pcap until SIGTERM or timeout."""
+    sys.path.insert(0, TOOLS)
+    from lescodec import pcap  # only here: importing it costs a second under TCG
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
     s.bind((iface, 0))
     stop = [False]
@@ -71,12 +72,13 @@ def udp_send(src, dst, port, payload_hex, sport="0"):
     print(json.dumps({"sent": len(payload_hex) // 2}))
 
 
-def bypass_policy(s, family):
+def bypass_policy(s, family, direction=1):
     """A per-socket xfrm policy "allow" (what IKE daemons use), so that
-    injected ESP is not itself caught by the namespace's policies."""
+    injected ESP is not itself caught by the namespace's policies.
+    direction: 0 in, 1 out."""
     info = bytearray(168)
     struct.pack_into("=H", info, 40, family)
-    info[160] = 1  # XFRM_POLICY_OUT
+    info[160] = direction
     level = socket.IPPROTO_IP if family == socket.AF_INET else socket.IPPROTO_IPV6
     opt = 17 if family == socket.AF_INET else 35  # IP_XFRM_POLICY, IPV6_XFRM_POLICY
     s.setsockopt(level, opt, bytes(info))
@@ -96,9 +98,14 @@ def raw_send(dst, packet_hex):
 def udp_encap_hold(addr, port, seconds):
     """Hold the NAT-T port open: xfrm only takes ESP-in-UDP from a socket
     with UDP_ENCAP set (charon's job on a real gateway)."""
-    s = socket.socket(family_of(addr), socket.SOCK_DGRAM)
+    fam = family_of(addr)
+    s = socket.socket(fam, socket.SOCK_DGRAM)
     s.bind((addr, int(port)))
     s.setsockopt(SOL_UDP, UDP_ENCAP, UDP_ENCAP_ESPINUDP)
+    # UDP checks the inbound policy before the encap hook: a transport-mode
+    # policy between the two hosts would drop ESP-in-UDP (charon bypasses too).
+    bypass_policy(s, fam, 0)
+    bypass_policy(s, fam, 1)
     print(json.dumps({"holding": port}), flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     time.sleep(float(seconds))
