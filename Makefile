@@ -37,9 +37,11 @@ module: $(BUILD)/.links
 # Every test kernel, warning-free (W=1) and sparse-clean (C=1).
 modules:
 	@test -n "$(TEST_KVERS)" || { echo "no test kernel headers: run tools/setup-host.sh" >&2; exit 1; }
+	@mkdir -p build
 	@set -e; for k in $(TEST_KVERS); do \
 		echo "== les.ko for $$k"; \
-		$(MAKE) --no-print-directory module KVER=$$k C=$(C) 2>&1 | tee build/build-$$k.log; \
+		$(MAKE) --no-print-directory module KVER=$$k C=$(C) > build/build-$$k.log 2>&1 || \
+			{ cat build/build-$$k.log; exit 1; }; \
 		if grep -E "warning:|error:" build/build-$$k.log; then echo "build for $$k is not clean" >&2; exit 1; fi; \
 	done
 
