@@ -22,10 +22,8 @@
 /* 6.10 gave SAs a direction (XFRMA_SA_DIR, "ip xfrm state add ... dir in"). */
 #if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 10, 0)
 #define LES_HAVE_SA_DIR		1
-#define les_sa_dir(x)		((x)->dir)
 #else
 #define LES_HAVE_SA_DIR		0
-#define les_sa_dir(x)		0
 #endif
 
 #endif /* LES_COMPAT_H */

@@ -68,11 +68,7 @@ static void les_input_encap(struct xfrm_state *x, struct sk_buff *skb,
 
 static unsigned int les_encap_hlen(const struct xfrm_state *x)
 {
-	if (!x->encap)
-		return 0;
-	if (x->encap->encap_type == UDP_ENCAP_ESPINUDP_NON_IKE)
-		return sizeof(struct udphdr) + 2 * sizeof(u32);
-	return sizeof(struct udphdr);
+	return x->encap ? sizeof(struct udphdr) : 0;
 }
 
 static int les_input_done2(struct sk_buff *skb, int err)

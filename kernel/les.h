@@ -39,6 +39,7 @@ struct les_skb_cb {
 /* slot.c: the ESP xfrm type slot */
 int les_slot_take(void);
 void les_slot_release(void);
+bool les_slot_has_ipv6(void);
 extern const struct xfrm_type les_sa_type;
 
 /* sa.c */

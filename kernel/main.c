@@ -30,8 +30,9 @@ static int __init les_init(void)
 		les_stats_exit();
 		return err;
 	}
-	pr_info("les: Layered ESP %s, wire format %d: ESP type slot taken for IPv4 and IPv6\n",
-		LES_VERSION, LES_BLOB_VERSION);
+	pr_info("les: Layered ESP %s, wire format %d: ESP type slot taken for %s\n",
+		LES_VERSION, LES_BLOB_VERSION,
+		les_slot_has_ipv6() ? "IPv4 and IPv6" : "IPv4");
 	return 0;
 }
 
@@ -39,7 +40,7 @@ static void __exit les_exit(void)
 {
 	les_slot_release();
 	les_stats_exit();
-	/* SA entries are freed after a grace period. */
+	/* Wait for pending RCU callbacks before the module text goes. */
 	rcu_barrier();
 	pr_info("les: ESP type slot given back to esp4 and esp6\n");
 }

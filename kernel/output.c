@@ -47,7 +47,6 @@ static int les_output_encap(struct xfrm_state *x, struct sk_buff *skb)
 {
 	struct udphdr *uh = (struct udphdr *)skb_transport_header(skb);
 	unsigned int len = skb->len - skb_transport_offset(skb);
-	int encap_type;
 
 	if (len > IP_MAX_MTU - sizeof(struct iphdr))
 		return -EMSGSIZE;
@@ -55,23 +54,16 @@ static int les_output_encap(struct xfrm_state *x, struct sk_buff *skb)
 	spin_lock_bh(&x->lock);
 	uh->source = x->encap->encap_sport;
 	uh->dest = x->encap->encap_dport;
-	encap_type = x->encap->encap_type;
 	spin_unlock_bh(&x->lock);
 	uh->len = htons(len);
 	uh->check = 0;
-	if (encap_type == UDP_ENCAP_ESPINUDP_NON_IKE)
-		memset(uh + 1, 0, 2 * sizeof(u32));
 	*skb_mac_header(skb) = IPPROTO_UDP;
 	return 0;
 }
 
 static unsigned int les_encap_len(const struct xfrm_state *x)
 {
-	if (!x->encap)
-		return 0;
-	if (x->encap->encap_type == UDP_ENCAP_ESPINUDP_NON_IKE)
-		return sizeof(struct udphdr) + 2 * sizeof(u32);
-	return sizeof(struct udphdr);
+	return x->encap ? sizeof(struct udphdr) : 0;
 }
 
 /*

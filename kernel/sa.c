@@ -3,6 +3,7 @@
  * LES SAs: from the key blob of an rfc4106(gcm(aes)) SA to the zone keys.
  */
 #include <linux/hashtable.h>
+#include <linux/module.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/ipv6.h>
@@ -21,6 +22,16 @@
  * this table, keyed by the xfrm_state.
  */
 static DEFINE_HASHTABLE(les_sa_table, 10);
+
+/*
+ * For tests: "cryptd(gcm(aes))" makes every zone operation complete
+ * asynchronously, which exercises the completion paths that AES-NI, being
+ * synchronous almost always, leaves idle.  Any GCM with a 12-byte nonce and
+ * a 16-byte tag produces the same bytes.
+ */
+static char *zone_aead = "gcm(aes)";
+module_param(zone_aead, charp, 0444);
+MODULE_PARM_DESC(zone_aead, "AEAD of the zones (default gcm(aes); tests: cryptd(gcm(aes)))");
 static DEFINE_SPINLOCK(les_sa_table_lock);
 
 static void les_set_err(struct netlink_ext_ack *extack, const char *msg)
@@ -56,10 +67,15 @@ static struct crypto_aead *les_zone_aead(const u8 *key, unsigned int key_len,
 	 * Plain gcm(aes), not rfc4106: the zones' AAD is longer than the 8 or
 	 * 12 bytes rfc4106 accepts.  The nonce is built as RFC 4106 does.
 	 */
-	aead = crypto_alloc_aead("gcm(aes)", 0, 0);
+	aead = crypto_alloc_aead(zone_aead, 0, 0);
 	if (IS_ERR(aead)) {
-		les_set_err(extack, "LES: the kernel has no gcm(aes)");
+		les_set_err(extack, "LES: the kernel has no such zone AEAD (gcm(aes))");
 		return aead;
+	}
+	if (crypto_aead_ivsize(aead) != LES_NONCE_LEN || !strstr(zone_aead, "gcm(")) {
+		crypto_free_aead(aead);
+		les_set_err(extack, "LES: the zone AEAD must be GCM with a 12-byte nonce");
+		return ERR_PTR(-EINVAL);
 	}
 	err = crypto_aead_setkey(aead, key, key_len);
 	if (!err)
@@ -106,9 +122,9 @@ static int les_check_sa(struct xfrm_state *x, const struct les_blob *blob,
 		les_set_err(extack, "LES: TFC padding is not supported");
 		return -EINVAL;
 	}
-	if (x->encap && x->encap->encap_type != UDP_ENCAP_ESPINUDP &&
-	    x->encap->encap_type != UDP_ENCAP_ESPINUDP_NON_IKE) {
-		les_set_err(extack, "LES: only UDP encapsulation is supported");
+	/* Non-IKE markers are gone from 6.12's esp4/esp6: RFC 3948 only. */
+	if (x->encap && x->encap->encap_type != UDP_ENCAP_ESPINUDP) {
+		les_set_err(extack, "LES: only espinudp (RFC 3948) encapsulation is supported");
 		return -EINVAL;
 	}
 #if LES_HAVE_SA_DIR
@@ -131,11 +147,8 @@ static unsigned int les_header_len(const struct xfrm_state *x)
 	if (x->props.mode == XFRM_MODE_TUNNEL)
 		len += x->props.family == AF_INET6 ? sizeof(struct ipv6hdr) :
 						     sizeof(struct iphdr);
-	if (x->encap) {
+	if (x->encap)
 		len += sizeof(struct udphdr);
-		if (x->encap->encap_type == UDP_ENCAP_ESPINUDP_NON_IKE)
-			len += 2 * sizeof(u32);
-	}
 	return len;
 }
 
@@ -177,7 +190,6 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 		}
 		sa->hz_aead = les_zone_aead(po_key, blob.k2.key_len, extack);
 		memcpy(sa->hz_salt, po_key + blob.k2.key_len, LES_SALT_LEN);
-		memzero_explicit(po_key, sizeof(po_key));
 	} else {
 		sa->hz_aead = les_zone_aead(blob.k2.key, blob.k2.key_len, extack);
 		memcpy(sa->hz_salt, blob.k2.salt, LES_SALT_LEN);
@@ -197,11 +209,19 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 		memcpy(sa->pz_salt, blob.k1.salt, LES_SALT_LEN);
 	}
 
+	memzero_explicit(po_key, sizeof(po_key));
 	x->props.header_len = les_header_len(x);
 	/* Up to 3 bytes of padding, pad length, next header, ICV1. */
 	x->props.trailer_len = LES_ALIGN + 1 + LES_ICV_LEN;
-	/* LES SAs are never offloaded: esp4_offload knows nothing of zones. */
-	x->type_offload = NULL;
+	/*
+	 * LES SAs are never offloaded: esp4_offload knows nothing of zones.
+	 * __xfrm_init_state took a reference on the offload type; only a
+	 * non-NULL type_offload gives it back, so give it back here.
+	 */
+	if (x->type_offload) {
+		module_put(x->type_offload->owner);
+		x->type_offload = NULL;
+	}
 	x->data = sa->pz_aead ? sa->pz_aead : sa->hz_aead;
 	/* Same owner as the slot type, so the module reference carries over. */
 	x->type = &les_sa_type;
@@ -212,6 +232,7 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	return 0;
 
 fail:
+	memzero_explicit(po_key, sizeof(po_key));
 	les_sa_free_keys(sa);
 	kfree(sa);
 	return err;

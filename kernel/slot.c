@@ -156,6 +156,11 @@ int les_slot_take(void)
 
 	for (i = 0; i < ARRAY_SIZE(les_slots); i++) {
 		err = les_slot_take_one(&les_slots[i]);
+		/* A kernel without IPv6 (ipv6.disable=1) still gets IPv4 LES. */
+		if (err == -ENOENT && les_slots[i].family == AF_INET6) {
+			pr_warn("les: no IPv6 ESP type: serving IPv4 SAs only\n");
+			continue;
+		}
 		if (err) {
 			while (--i >= 0)
 				les_slot_release_one(&les_slots[i]);
@@ -163,6 +168,11 @@ int les_slot_take(void)
 		}
 	}
 	return 0;
+}
+
+bool les_slot_has_ipv6(void)
+{
+	return les_slots[1].esp;
 }
 
 void les_slot_release(void)

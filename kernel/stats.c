@@ -5,7 +5,7 @@
  * counters (XfrmInStateProtoError, per-SA integrity-failed and replay) are
  * bumped as well, by xfrm, from the errors les.ko returns.
  */
-#include <linux/percpu.h>
+#include <linux/atomic.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <net/net_namespace.h>
@@ -13,8 +13,13 @@
 
 #include "les.h"
 
+/*
+ * Counters live in the net_generic area itself: it is freed only after
+ * every pernet exit has run, so a late async completion in a dying
+ * namespace (xfrm's exit runs after ours) still counts into valid memory.
+ */
 struct les_net {
-	u64 __percpu *stats;	/* LES_STAT_MAX counters */
+	atomic64_t stats[LES_STAT_MAX];
 };
 
 static unsigned int les_net_id __read_mostly;
@@ -36,46 +41,32 @@ void les_stat_inc(struct net *net, enum les_stat item)
 {
 	struct les_net *ln = net_generic(net, les_net_id);
 
-	this_cpu_inc(ln->stats[item]);
+	atomic64_inc(&ln->stats[item]);
 }
 
 static int les_stat_show(struct seq_file *seq, void *v)
 {
 	struct net *net = seq_file_single_net(seq);
 	struct les_net *ln = net_generic(net, les_net_id);
-	int i, cpu;
+	int i;
 
-	for (i = 0; i < LES_STAT_MAX; i++) {
-		u64 sum = 0;
-
-		for_each_possible_cpu(cpu)
-			sum += per_cpu_ptr(ln->stats, cpu)[i];
-		seq_printf(seq, "%-24s\t%llu\n", les_stat_names[i], sum);
-	}
+	for (i = 0; i < LES_STAT_MAX; i++)
+		seq_printf(seq, "%-24s\t%lld\n", les_stat_names[i],
+			   (long long)atomic64_read(&ln->stats[i]));
 	return 0;
 }
 
 static int __net_init les_net_init(struct net *net)
 {
-	struct les_net *ln = net_generic(net, les_net_id);
-
-	ln->stats = __alloc_percpu(sizeof(u64) * LES_STAT_MAX, __alignof__(u64));
-	if (!ln->stats)
-		return -ENOMEM;
 	if (!proc_create_net_single("les_stat", 0444, net->proc_net,
-				    les_stat_show, NULL)) {
-		free_percpu(ln->stats);
+				    les_stat_show, NULL))
 		return -ENOMEM;
-	}
 	return 0;
 }
 
 static void __net_exit les_net_exit(struct net *net)
 {
-	struct les_net *ln = net_generic(net, les_net_id);
-
 	remove_proc_entry("les_stat", net->proc_net);
-	free_percpu(ln->stats);
 }
 
 static struct pernet_operations les_net_ops = {
