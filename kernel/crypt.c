@@ -3,8 +3,9 @@
  * The AEAD operation of one zone, shared by output and input.
  *
  * Each zone is one gcm(aes) operation over a scatterlist made of the AAD
- * prefix (SPI || [seq hi] || seq lo, kept here so that ESN needs no header
- * shuffling in the skb) followed by the packet from the IV on:
+ * prefix (SPI || [seq hi] || seq lo: with ESN a copy kept here, so that no
+ * header is shuffled in the skb; without it the ESP header in the skb)
+ * followed by the packet from the IV on:
  *
  *   header zone:  AAD = prefix || IV || L               text = L bytes
  *   payload zone: AAD = prefix || IV || L || HZ || ICV2  text = the rest
@@ -90,9 +91,20 @@ int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 	memcpy(c->nonce, salt, LES_SALT_LEN);
 	memcpy(c->nonce + LES_SALT_LEN, c->iv, LES_IV_LEN);
 
-	sg_init_table(c->sg, c->nfrags + 1);
-	sg_set_buf(&c->sg[0], c->prefix, c->prefix_len);
-	err = skb_to_sgvec(skb, &c->sg[1], c->zone_off, span);
+	if (c->prefix_in_skb) {
+		/*
+		 * Without ESN the prefix is the ESP header itself, just before
+		 * the IV: the AAD is then one run of the linear head, which
+		 * GCM implementations read in place instead of copying it.
+		 */
+		sg_init_table(c->sg, c->nfrags);
+		err = skb_to_sgvec(skb, c->sg, c->zone_off - LES_ESP_HDR_LEN,
+				   span + LES_ESP_HDR_LEN);
+	} else {
+		sg_init_table(c->sg, c->nfrags + 1);
+		sg_set_buf(&c->sg[0], c->prefix, c->prefix_len);
+		err = skb_to_sgvec(skb, &c->sg[1], c->zone_off, span);
+	}
 	if (unlikely(err < 0))
 		return err;
 

@@ -207,9 +207,11 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 		memcpy(c->prefix + 4, &XFRM_SKB_CB(skb)->seq.input.hi, 4);
 		memcpy(c->prefix + 8, skb->data + 4, 4);
 		c->prefix_len = 12;
+		c->prefix_in_skb = false;
 	} else {
 		memcpy(c->prefix + 4, skb->data + 4, 4);
 		c->prefix_len = 8;
+		c->prefix_in_skb = true;
 	}
 	memcpy(c->iv, skb->data + LES_ESP_HDR_LEN, LES_IV_LEN);
 	c->zone_off = LES_ESP_HDR_LEN;

@@ -66,6 +66,7 @@ struct les_crypt {
 	struct les_sa *sa;
 	enum les_step step;
 	unsigned int prefix_len;	/* 8, or 12 with ESN */
+	bool prefix_in_skb;		/* no ESN: the prefix is the ESP header */
 	unsigned int zone_off;		/* skb offset of the IV */
 	unsigned int hz_len;		/* L */
 	unsigned int pz_len;		/* payload zone plaintext bytes */

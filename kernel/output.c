@@ -206,9 +206,11 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 		les_put_be32(c->prefix + 4, XFRM_SKB_CB(skb)->seq.output.hi);
 		memcpy(c->prefix + 8, esph + 4, 4);
 		c->prefix_len = 12;
+		c->prefix_in_skb = false;
 	} else {
 		memcpy(c->prefix + 4, esph + 4, 4);
 		c->prefix_len = 8;
+		c->prefix_in_skb = true;
 	}
 	memcpy(c->iv, esph + LES_ESP_HDR_LEN, LES_IV_LEN);
 	c->zone_off = esph_off + LES_ESP_HDR_LEN;

@@ -24,14 +24,14 @@
 static DEFINE_HASHTABLE(les_sa_table, 10);
 
 /*
- * For tests: "cryptd(gcm(aes))" makes every zone operation complete
+ * For tests: a cryptd(...) GCM driver makes every zone operation complete
  * asynchronously, which exercises the completion paths that AES-NI, being
  * synchronous almost always, leaves idle.  Any GCM with a 12-byte nonce and
  * a 16-byte tag produces the same bytes.
  */
 static char *zone_aead = "gcm(aes)";
 module_param(zone_aead, charp, 0444);
-MODULE_PARM_DESC(zone_aead, "AEAD of the zones (default gcm(aes); tests: cryptd(gcm(aes)))");
+MODULE_PARM_DESC(zone_aead, "AEAD of the zones (default gcm(aes); tests: a cryptd GCM)");
 static DEFINE_SPINLOCK(les_sa_table_lock);
 
 static void les_set_err(struct netlink_ext_ack *extack, const char *msg)
@@ -72,7 +72,7 @@ static struct crypto_aead *les_zone_aead(const u8 *key, unsigned int key_len,
 		les_set_err(extack, "LES: the kernel has no such zone AEAD (gcm(aes))");
 		return aead;
 	}
-	if (crypto_aead_ivsize(aead) != LES_NONCE_LEN || !strstr(zone_aead, "gcm(")) {
+	if (crypto_aead_ivsize(aead) != LES_NONCE_LEN || !strstr(zone_aead, "gcm")) {
 		crypto_free_aead(aead);
 		les_set_err(extack, "LES: the zone AEAD must be GCM with a 12-byte nonce");
 		return ERR_PTR(-EINVAL);

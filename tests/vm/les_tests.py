@@ -279,29 +279,51 @@ def test_modes():
     xfrm_flush()
 
 
+# Always-asynchronous GCM drivers to try; which ones a kernel can build
+# differs (6.12 builds the first; 6.1 may build none).
+ASYNC_GCMS = ["cryptd(gcm_base(ctr(aes-generic),ghash-generic))", "pcrypt(gcm(aes))",
+              "cryptd(gcm(aes))"]
+
+
+def load_async_les():
+    """Reload les.ko with an async zone AEAD; returns its name or None."""
+    cfg = Config("tunnel", 4, 4)
+    for name in ASYNC_GCMS:
+        xfrm_flush()
+        sh("rmmod les", check=False)
+        if sh(f"insmod {KO} zone_aead='{name}'", check=False).returncode:
+            continue
+        try:
+            tunnel_up(cfg, 0x5800)
+            return name
+        except RuntimeError as e:
+            if "zone AEAD" not in str(e):
+                raise
+    return None
+
+
 def test_async():
     """The same traffic with every zone operation completing asynchronously
     (cryptd), so both two-step completion chains run."""
+    name = load_async_les()
+    if not name:
+        T.skip("les.ko with an always-async zone AEAD", "no cryptd/pcrypt GCM can be built here")
+    else:
+        T.ok(True, f"les.ko runs with async zones ({name})")
+        for cfg in (Config("tunnel", 4, 4), Config("transport", 6, esn=True)):
+            T.prefix = f"async {cfg}: "
+            try:
+                ab, ba = tunnel_up(cfg, 0x5000)
+                T.run("kernel packets open with the codec, byte for byte",
+                      kernel_to_codec, cfg, ab, f"{OUT}/async.pcap")
+                T.run("codec-sealed packets are delivered by the kernel", codec_to_kernel, cfg, ab, 3000)
+                T.run("a 256 kB TCP transfer arrives intact", tcp_transfer, cfg, 256 * 1024)
+            except Exception as e:  # noqa: BLE001
+                T.ok(False, "set-up", e)
+            finally:
+                T.prefix = ""
     xfrm_flush()
-    sh("rmmod les")
-    p = sh(f"insmod {KO} zone_aead='cryptd(gcm(aes))'", check=False)
-    if not T.ok(p.returncode == 0, "les.ko loads with cryptd zones", p.stderr):
-        sh(f"insmod {KO}", check=False)
-        return
-    for cfg in (Config("tunnel", 4, 4), Config("transport", 6, esn=True)):
-        T.prefix = f"async {cfg}: "
-        try:
-            ab, ba = tunnel_up(cfg, 0x5000)
-            T.run("kernel packets open with the codec, byte for byte",
-                  kernel_to_codec, cfg, ab, f"{OUT}/async.pcap")
-            T.run("codec-sealed packets are delivered by the kernel", codec_to_kernel, cfg, ab, 3000)
-            T.run("a 256 kB TCP transfer arrives intact", tcp_transfer, cfg, 256 * 1024)
-        except Exception as e:  # noqa: BLE001
-            T.ok(False, "set-up", e)
-        finally:
-            T.prefix = ""
-    xfrm_flush()
-    sh("rmmod les")
+    sh("rmmod les", check=False)
     sh(f"insmod {KO}")
 
 
