@@ -235,21 +235,12 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 		case PROTO_HOPOPTS:
 		case PROTO_ROUTING:
 		case PROTO_DSTOPTS:
-			fit = chain_fits(off, 2, avail, total, &need);
-			if (fit <= 0)
-				goto end;
-			hlen = (h[1] + 1u) * 8;
-			fit = chain_fits(off, hlen, avail, total, &need);
-			if (fit <= 0)
-				goto end;
-			nexthdr = h[0];
-			off += hlen;
-			break;
 		case PROTO_AH:
 			fit = chain_fits(off, 2, avail, total, &need);
 			if (fit <= 0)
 				goto end;
-			hlen = (h[1] + 2u) * 4;
+			/* AH counts 4-byte words less 2, the others 8-byte units less 1. */
+			hlen = nexthdr == PROTO_AH ? (h[1] + 2u) * 4 : (h[1] + 1u) * 8;
 			fit = chain_fits(off, hlen, avail, total, &need);
 			if (fit <= 0)
 				goto end;

@@ -111,14 +111,20 @@ def udp_encap_hold(addr, port, seconds):
     time.sleep(float(seconds))
 
 
-def tcp_serve(addr, port, timeout):
-    """Accept one connection, read to EOF, report length and SHA-256."""
+def tcp_listen(addr, port, timeout):
+    """A listening TCP socket; says so on stdout (the driver waits for it)."""
     s = socket.socket(family_of(addr), socket.SOCK_STREAM)
     s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     s.bind((addr, int(port)))
     s.listen(1)
     s.settimeout(float(timeout))
     print(json.dumps({"listening": port}), flush=True)
+    return s
+
+
+def tcp_serve(addr, port, timeout):
+    """Accept one connection, read to EOF, report length and SHA-256."""
+    s = tcp_listen(addr, port, timeout)
     h, n = hashlib.sha256(), 0
     try:
         c, _ = s.accept()
@@ -136,12 +142,7 @@ def tcp_serve(addr, port, timeout):
 
 def tcp_serve_echo_text(addr, port, timeout):
     """Accept one connection, read to EOF, report the text received."""
-    s = socket.socket(family_of(addr), socket.SOCK_STREAM)
-    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    s.bind((addr, int(port)))
-    s.listen(1)
-    s.settimeout(float(timeout))
-    print(json.dumps({"listening": port}), flush=True)
+    s = tcp_listen(addr, port, timeout)
     c, _ = s.accept()
     data = b""
     while True:
