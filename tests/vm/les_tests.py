@@ -279,8 +279,7 @@ def test_modes():
     xfrm_flush()
 
 
-# Always-asynchronous GCM drivers to try; which ones a kernel can build
-# differs (6.12 builds the first; 6.1 may build none).
+# Always-asynchronous GCM drivers to try (6.12 builds the first).
 ASYNC_GCMS = ["cryptd(gcm_base(ctr(aes-generic),ghash-generic))", "pcrypt(gcm(aes))",
               "cryptd(gcm(aes))"]
 
@@ -305,6 +304,12 @@ def load_async_les():
 def test_async():
     """The same traffic with every zone operation completing asynchronously
     (cryptd), so both two-step completion chains run."""
+    if tuple(int(x) for x in os.uname().release.split(".")[:2]) < (6, 12):
+        # 6.1's own crypto self-test of a cryptd GCM fails ("corrupted
+        # request struct") and WARNs, with or without les.ko: not usable.
+        T.skip("les.ko with an always-async zone AEAD",
+               "this kernel's cryptd GCM fails its own crypto self-test")
+        return
     name = load_async_les()
     if not name:
         T.skip("les.ko with an always-async zone AEAD", "no cryptd/pcrypt GCM can be built here")
