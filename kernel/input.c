@@ -66,11 +66,6 @@ static void les_input_encap(struct xfrm_state *x, struct sk_buff *skb,
 		skb->ip_summed = CHECKSUM_UNNECESSARY;
 }
 
-static unsigned int les_encap_hlen(const struct xfrm_state *x)
-{
-	return x->encap ? sizeof(struct udphdr) : 0;
-}
-
 static int les_input_done2(struct sk_buff *skb, int err)
 {
 	struct xfrm_state *x = xfrm_input_state(skb);
@@ -138,7 +133,7 @@ static int les_input_done2(struct sk_buff *skb, int err)
 	if (x->props.family == AF_INET)
 		l3_len = ip_hdr(skb)->ihl * 4;
 	else
-		l3_len = skb_network_header_len(skb) - les_encap_hlen(x);
+		l3_len = skb_network_header_len(skb) - les_encap_len(x);
 	if (x->encap)
 		les_input_encap(x, skb, l3_len);
 

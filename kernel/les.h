@@ -7,6 +7,7 @@
 
 #include <linux/types.h>
 #include <linux/skbuff.h>
+#include <linux/udp.h>
 #include <net/xfrm.h>
 #include <crypto/aead.h>
 
@@ -35,6 +36,12 @@ struct les_skb_cb {
 };
 
 #define LES_SKB_CB(skb) ((struct les_skb_cb *)&((skb)->cb[0]))
+
+/* Bytes of UDP encapsulation (RFC 3948) between the IP and ESP headers. */
+static inline unsigned int les_encap_len(const struct xfrm_state *x)
+{
+	return x->encap ? sizeof(struct udphdr) : 0;
+}
 
 /* slot.c: the ESP xfrm type slot */
 int les_slot_take(void);

@@ -61,11 +61,6 @@ static int les_output_encap(struct xfrm_state *x, struct sk_buff *skb)
 	return 0;
 }
 
-static unsigned int les_encap_len(const struct xfrm_state *x)
-{
-	return x->encap ? sizeof(struct udphdr) : 0;
-}
-
 /*
  * UDP over IPv6 needs a real checksum (RFC 8200), and only now, with both
  * zones sealed, are the bytes it covers final.  IPv4 keeps 0 (RFC 3948).

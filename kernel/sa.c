@@ -147,9 +147,7 @@ static unsigned int les_header_len(const struct xfrm_state *x)
 	if (x->props.mode == XFRM_MODE_TUNNEL)
 		len += x->props.family == AF_INET6 ? sizeof(struct ipv6hdr) :
 						     sizeof(struct iphdr);
-	if (x->encap)
-		len += sizeof(struct udphdr);
-	return len;
+	return len + les_encap_len(x);
 }
 
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)

@@ -249,9 +249,8 @@ def policies(cfg):
 def tunnel_up(cfg, base_spi, plain=False):
     """An LES tunnel a <-> b as cfg says; returns (sa_ab, sa_ba)."""
     xfrm_flush()
-    kw = {}
-    ab = Sa(cfg, "a", "b", base_spi, **kw)
-    ba = Sa(cfg, "b", "a", base_spi + 1, **kw)
+    ab = Sa(cfg, "a", "b", base_spi)
+    ba = Sa(cfg, "b", "a", base_spi + 1)
     if plain:
         ab.plain_key = key(f"plain-{base_spi}", 20)
         ba.plain_key = key(f"plain-{base_spi + 1}", 20)

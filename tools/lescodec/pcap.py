@@ -47,6 +47,10 @@ def _ethertype_for(ip: bytes) -> int:
     return ETH_P_IPV6 if ip and ip[0] >> 4 == 6 else ETH_P_IP
 
 
+# Linux cooked captures: (header length, offset of the protocol field).
+_COOKED = {LINKTYPE_LINUX_SLL: (16, 14), LINKTYPE_LINUX_SLL2: (20, 0)}
+
+
 def frame_to_ip(linktype: int, frame: bytes) -> bytes | None:
     """The IP packet in a link-layer frame, or None if it carries no IP."""
     if linktype in (LINKTYPE_RAW, LINKTYPE_IPV4, LINKTYPE_IPV6, 12, 14):
@@ -61,18 +65,13 @@ def frame_to_ip(linktype: int, frame: bytes) -> bytes | None:
         if et not in (ETH_P_IP, ETH_P_IPV6):
             return None
         ip = frame[off:]
-    elif linktype == LINKTYPE_LINUX_SLL:
-        if len(frame) < 16:
+    elif linktype in _COOKED:
+        hlen, et_off = _COOKED[linktype]
+        if len(frame) < hlen:
             return None
-        if int.from_bytes(frame[14:16], "big") not in (ETH_P_IP, ETH_P_IPV6):
+        if int.from_bytes(frame[et_off:et_off + 2], "big") not in (ETH_P_IP, ETH_P_IPV6):
             return None
-        ip = frame[16:]
-    elif linktype == LINKTYPE_LINUX_SLL2:
-        if len(frame) < 20:
-            return None
-        if int.from_bytes(frame[0:2], "big") not in (ETH_P_IP, ETH_P_IPV6):
-            return None
-        ip = frame[20:]
+        ip = frame[hlen:]
     else:
         raise PcapError(f"unsupported link type {linktype}")
     if not ip or ip[0] >> 4 not in (4, 6):
