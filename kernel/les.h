@@ -21,6 +21,7 @@ struct les_sa {
 	enum les_role role;
 	unsigned int dirs;		/* LES_DIR_IN / LES_DIR_OUT */
 	u32 pep_id;
+	u8 key_len;			/* AES key bytes of the zones */
 	/* Header zone: K2, or the derived PEP-origin key. */
 	struct crypto_aead *hz_aead;
 	u8 hz_salt[LES_SALT_LEN];
@@ -101,10 +102,24 @@ enum les_stat {
 	LES_STAT_IN_AUTH_FAILED,
 	LES_STAT_IN_POLICY,
 	LES_STAT_IN_ERRORS,
+	/* PEP node (pep.c, flow.c) */
+	LES_STAT_PEP_OPENED,
+	LES_STAT_PEP_NO_KEY,
+	LES_STAT_PEP_AUTH_FAILED,
+	LES_STAT_PEP_MALFORMED,
+	LES_STAT_PEP_NOT_TCP,
+	LES_STAT_PEP_SKIPPED,
+	LES_STAT_PEP_ERRORS,
+	LES_STAT_PEP_FLOWS_NEW,
+	LES_STAT_PEP_FLOWS_EXPIRED,
+	LES_STAT_PEP_FLOWS_EVICTED,
+	LES_STAT_PEP_TABLE_FULL,
 	LES_STAT_MAX
 };
 
 void les_stat_inc(struct net *net, enum les_stat item);
+u64 les_stat_read(struct net *net, enum les_stat item);
+const char *les_stat_name(enum les_stat item);
 int les_stats_init(void);
 void les_stats_exit(void);
 

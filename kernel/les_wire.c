@@ -331,3 +331,109 @@ int les_pep_origin_check(__u8 nexthdr, const __u8 *hdrs, size_t len,
 		return LES_PO_FLAGS;
 	return LES_PO_OK;
 }
+
+/* TCP options: a malformed one ends the walk, as in TCP stacks. */
+static void les_tcp_options(const __u8 *opt, size_t len, struct les_tcp_seg *seg)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		__u8 kind = opt[i], olen;
+
+		if (kind == LES_TCPOPT_EOL)
+			return;
+		if (kind == LES_TCPOPT_NOP) {
+			i++;
+			continue;
+		}
+		if (i + 2 > len)
+			return;
+		olen = opt[i + 1];
+		if (olen < 2 || i + olen > len)
+			return;
+		switch (kind) {
+		case LES_TCPOPT_MSS:
+			if (olen == 4)
+				seg->mss = les_get_be16(opt + i + 2);
+			break;
+		case LES_TCPOPT_WSCALE:
+			if (olen == 3)
+				seg->wscale = opt[i + 2] > 14 ? 14 : opt[i + 2];
+			break;
+		case LES_TCPOPT_SACK_PERM:
+			if (olen == 2)
+				seg->sack_perm = true;
+			break;
+		case LES_TCPOPT_SACK:
+			if (olen >= 10 && (olen - 2) % 8 == 0) {
+				unsigned int n = (olen - 2) / 8, b;
+
+				if (n > LES_SACK_MAX)
+					n = LES_SACK_MAX;
+				for (b = 0; b < 2 * n; b++)
+					seg->sack[b] = les_get_be32(opt + i + 2 + 4 * b);
+				seg->sack_n = n;
+			}
+			break;
+		case LES_TCPOPT_TS:
+			if (olen == 10) {
+				seg->has_ts = true;
+				seg->tsval = les_get_be32(opt + i + 2);
+				seg->tsecr = les_get_be32(opt + i + 6);
+			}
+			break;
+		}
+		i += olen;
+	}
+}
+
+int les_hz_tcp(__u8 nexthdr, const __u8 *hdrs, size_t len, bool tunnel,
+	       struct les_tcp_seg *seg)
+{
+	struct les_chain chain;
+	const __u8 *th;
+	size_t doff;
+
+	memset(seg, 0, sizeof(*seg));
+	seg->wscale = LES_WSCALE_NONE;
+	seg->payload_len = -1;
+
+	if (tunnel && nexthdr != PROTO_IPIP && nexthdr != PROTO_IPV6)
+		return LES_HZ_MALFORMED;
+	if (les_hdr_chain(nexthdr, hdrs, len, len, &chain) || chain.len != len)
+		return LES_HZ_MALFORMED;
+	if (chain.fragmented)
+		return LES_HZ_FRAGMENT;
+	if (chain.l4_off < 0 || chain.l4_proto != PROTO_TCP)
+		return LES_HZ_NOT_TCP;
+
+	th = hdrs + chain.l4_off;
+	doff = (th[12] >> 4) * 4u;
+	if (tunnel) {
+		size_t ip_len;
+
+		if (nexthdr == PROTO_IPIP) {
+			seg->family = 4;
+			memcpy(seg->saddr, hdrs + 12, 4);
+			memcpy(seg->daddr, hdrs + 16, 4);
+			ip_len = les_get_be16(hdrs + 2);
+		} else {
+			seg->family = 6;
+			memcpy(seg->saddr, hdrs + 8, 16);
+			memcpy(seg->daddr, hdrs + 24, 16);
+			ip_len = 40u + les_get_be16(hdrs + 4);
+		}
+		/* The inner IP length covers these headers and the payload. */
+		if (ip_len < len)
+			return LES_HZ_MALFORMED;
+		seg->payload_len = ip_len - len;
+	}
+	seg->sport = les_get_be16(th);
+	seg->dport = les_get_be16(th + 2);
+	seg->seq = les_get_be32(th + 4);
+	seg->ack = les_get_be32(th + 8);
+	seg->flags = th[13];
+	seg->win = les_get_be16(th + 14);
+	les_tcp_options(th + 20, doff - 20, seg);
+	return LES_HZ_TCP;
+}

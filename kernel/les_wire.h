@@ -177,6 +177,56 @@ enum les_po_verdict {
 int les_pep_origin_check(__u8 nexthdr, const __u8 *hdrs, size_t len,
 			 bool tunnel);
 
+/* ---- What a PEP reads from a header zone ----------------------------- */
+
+#define LES_TCPOPT_EOL		0
+#define LES_TCPOPT_NOP		1
+#define LES_TCPOPT_MSS		2
+#define LES_TCPOPT_WSCALE	3
+#define LES_TCPOPT_SACK_PERM	4
+#define LES_TCPOPT_SACK		5
+#define LES_TCPOPT_TS		8
+#define LES_SACK_MAX		4	/* blocks a 40-byte option space holds */
+#define LES_WSCALE_NONE		0xff
+
+/* A TCP segment as its header zone shows it. */
+struct les_tcp_seg {
+	__u8 family;		/* inner IP version (4 or 6); 0 in transport mode */
+	__u8 saddr[16], daddr[16];	/* inner addresses (tunnel mode) */
+	__u16 sport, dport;
+	__u32 seq, ack;
+	__u16 win;		/* as sent, before window scaling */
+	__u8 flags;		/* LES_TCP_* */
+	__u8 wscale;		/* LES_WSCALE_NONE when absent */
+	__u16 mss;		/* 0 when absent */
+	bool sack_perm;
+	__u8 sack_n;		/* SACK blocks carried */
+	__u32 sack[2 * LES_SACK_MAX];	/* left, right edge pairs */
+	bool has_ts;
+	__u32 tsval, tsecr;
+	/*
+	 * TCP payload bytes, from the inner IP length: -1 in transport mode,
+	 * where only the payload zone (opaque to a PEP) knows it.
+	 */
+	int payload_len;
+};
+
+enum les_hz_verdict {
+	LES_HZ_TCP = 0,
+	LES_HZ_NOT_TCP,		/* another transport, or none */
+	LES_HZ_FRAGMENT,	/* an inner IP fragment */
+	LES_HZ_MALFORMED,	/* headers that no LES sender writes */
+};
+
+/*
+ * les_hz_tcp - parse the headers of an opened header zone
+ * @nexthdr, @hdrs, @len: the header zone's next header and headers
+ * @tunnel: tunnel mode (headers start with an inner IP header)
+ * @seg: the result, valid when LES_HZ_TCP is returned
+ */
+int les_hz_tcp(__u8 nexthdr, const __u8 *hdrs, size_t len, bool tunnel,
+	       struct les_tcp_seg *seg);
+
 /* Byte helpers usable on unaligned wire data. */
 static inline __u16 les_get_be16(const __u8 *p)
 {

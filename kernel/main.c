@@ -8,6 +8,7 @@
 #include <linux/rcupdate.h>
 
 #include "les.h"
+#include "pep.h"
 
 #define LES_VERSION "0.1.0"
 
@@ -26,18 +27,32 @@ static int __init les_init(void)
 	if (err)
 		return err;
 	err = les_slot_take();
-	if (err) {
-		les_stats_exit();
-		return err;
-	}
+	if (err)
+		goto err_stats;
+	err = les_pep_init();
+	if (err)
+		goto err_slot;
+	err = les_genl_init();
+	if (err)
+		goto err_pep;
 	pr_info("les: Layered ESP %s, wire format %d: ESP type slot taken for %s\n",
 		LES_VERSION, LES_BLOB_VERSION,
 		les_slot_has_ipv6() ? "IPv4 and IPv6" : "IPv4");
 	return 0;
+
+err_pep:
+	les_pep_exit();
+err_slot:
+	les_slot_release();
+err_stats:
+	les_stats_exit();
+	return err;
 }
 
 static void __exit les_exit(void)
 {
+	les_genl_exit();
+	les_pep_exit();
 	les_slot_release();
 	les_stats_exit();
 	/* Wait for pending RCU callbacks before the module text goes. */

@@ -35,6 +35,17 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_IN_AUTH_FAILED]	= "LesInAuthFailed",
 	[LES_STAT_IN_POLICY]		= "LesInPolicy",
 	[LES_STAT_IN_ERRORS]		= "LesInErrors",
+	[LES_STAT_PEP_OPENED]		= "LesPepOpened",
+	[LES_STAT_PEP_NO_KEY]		= "LesPepNoKey",
+	[LES_STAT_PEP_AUTH_FAILED]	= "LesPepAuthFailed",
+	[LES_STAT_PEP_MALFORMED]	= "LesPepMalformed",
+	[LES_STAT_PEP_NOT_TCP]		= "LesPepNotTcp",
+	[LES_STAT_PEP_SKIPPED]		= "LesPepSkipped",
+	[LES_STAT_PEP_ERRORS]		= "LesPepErrors",
+	[LES_STAT_PEP_FLOWS_NEW]	= "LesPepFlowsNew",
+	[LES_STAT_PEP_FLOWS_EXPIRED]	= "LesPepFlowsExpired",
+	[LES_STAT_PEP_FLOWS_EVICTED]	= "LesPepFlowsEvicted",
+	[LES_STAT_PEP_TABLE_FULL]	= "LesPepTableFull",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)
@@ -42,6 +53,18 @@ void les_stat_inc(struct net *net, enum les_stat item)
 	struct les_net *ln = net_generic(net, les_net_id);
 
 	atomic64_inc(&ln->stats[item]);
+}
+
+u64 les_stat_read(struct net *net, enum les_stat item)
+{
+	struct les_net *ln = net_generic(net, les_net_id);
+
+	return atomic64_read(&ln->stats[item]);
+}
+
+const char *les_stat_name(enum les_stat item)
+{
+	return les_stat_names[item];
 }
 
 static int les_stat_show(struct seq_file *seq, void *v)

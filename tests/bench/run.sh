@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 tools/setup-host.sh
-make -s modules >/dev/null
+make -s modules lesctl >/dev/null
 for k in ${KVERS:-$(make -s --no-print-directory print-test-kvers)}; do
 	mkdir -p tests/out/bench
 	tests/vm/vm-run.sh "$k" "$PWD/tests/out/bench" -- \

@@ -4,7 +4,9 @@
 
 Throughput: iperf3 (TCP, a -> b through m, tunnel mode, AES-256-GCM) in
 alternating rounds, ESP then LES, so both see the same machine state.
-Bytes on the wire: the same UDP datagrams through each, captured on m."""
+Bytes on the wire: the same UDP datagrams through each, captured on m.
+PEP observer: the same LES transfer with m holding PEP keys, its hook on
+and off in alternating rounds (forwarding cost of opening header zones)."""
 import json
 import os
 import statistics
@@ -13,6 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import Bg, Config, agent, capture_esp, sh, topology_down, topology_up, tunnel_up  # noqa: E402
+from pep_tests import lesctl, pep_keys_flush, pep_keys_up  # noqa: E402
 
 ROUNDS = int(os.environ.get("LES_BENCH_ROUNDS", "3"))
 SECONDS = int(os.environ.get("LES_BENCH_SECONDS", "8"))
@@ -55,11 +58,28 @@ def main():
             tunnel_up(cfg, 0x800 + r * 4, plain=(kind == "esp"))
             res[kind].append(iperf(cfg))
             print(f"# round {r + 1} {kind}: {res[kind][-1] / 1e6:.2f} Mbit/s", flush=True)
+    # PEP observer: keys on m for both directions; hook on vs off.
+    pep = {"on": [], "off": []}
+    for r in range(ROUNDS):
+        for state in ("off", "on"):
+            ab, ba = tunnel_up(cfg, 0xc00 + r * 4)
+            pep_keys_flush()
+            pep_keys_up(ab, ba)
+            lesctl(f"pep set hook {state}")
+            lesctl("flows flush")
+            pep[state].append(iperf(cfg))
+            opened = [ln for ln in lesctl("stats").stdout.splitlines() if "LesPepOpened" in ln]
+            print(f"# round {r + 1} pep hook {state}: {pep[state][-1] / 1e6:.2f} Mbit/s "
+                  f"({opened[0].split()[-1] if opened else '?'} header zones opened so far)", flush=True)
+    pep_keys_flush()
+    lesctl("pep set hook on")
     esp_sizes = wire_sizes(cfg, True, out)
     les_sizes = wire_sizes(cfg, False, out)
     topology_down()
     esp_m, les_m = statistics.median(res["esp"]), statistics.median(res["les"])
     ratios = [l / e for l, e in zip(res["les"], res["esp"])]
+    on_m, off_m = statistics.median(pep["on"]), statistics.median(pep["off"])
+    pep_ratios = [a / b for a, b in zip(pep["on"], pep["off"])]
     over = [l - e for l, e in zip(les_sizes, esp_sizes)]
     kver = os.uname().release
     print(f"\n## {kver}  (gcm(aes) driver: {drv.split(':')[-1].strip()})\n")
@@ -68,11 +88,17 @@ def main():
     print(f"| TCP throughput, median of {ROUNDS} x {SECONDS} s (Mbit/s) | {esp_m / 1e6:.2f} | "
           f"{les_m / 1e6:.2f} | **{les_m / esp_m:.3f}** |")
     print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in ratios)} |")
+    print("\n| LES through the PEP m (keys for both directions) | hook off | hook on | on / off |")
+    print("|---|---|---|---|")
+    print(f"| TCP throughput, median of {ROUNDS} x {SECONDS} s (Mbit/s) | {off_m / 1e6:.2f} | "
+          f"{on_m / 1e6:.2f} | **{on_m / off_m:.3f}** |")
+    print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in pep_ratios)} |")
     print(f"\nBytes on the wire for UDP payloads of 1, 100, 500, 1000, 1300 bytes: "
           f"ESP {esp_sizes}, LES {les_sizes}; LES adds {sorted(set(over))} bytes a packet.")
-    ok = les_m / esp_m >= 0.95 and set(over) == {20}
+    ok = les_m / esp_m >= 0.95 and set(over) == {20} and on_m / off_m >= 0.9
     print(f"\nbench: ratio {les_m / esp_m:.3f} (target >= 0.95), overhead {sorted(set(over))} "
-          f"(target <= 20): {'met' if ok else 'NOT met'}")
+          f"(target <= 20), PEP hook on/off {on_m / off_m:.3f} (target >= 0.9): "
+          f"{'met' if ok else 'NOT met'}")
     return 0
 
 

@@ -18,6 +18,8 @@ from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E4
                    counters, delta, key, policies, sa_stats, sh, topology_down,
                    topology_up, tunnel_up, xfrm_flush, MIDDLE_TO_B)
 
+import pep_tests  # noqa: E402
+
 T = Tap()
 OUT = "/tmp"
 KO = None
@@ -533,6 +535,7 @@ def main():
         ("modes", test_modes),
         ("pep-origin", test_pep_origin),
         ("bad-input", test_bad_input),
+        ("pep", lambda: pep_tests.run(T, OUT, KO)),
         ("in-use", test_unload_refused_while_in_use),
         ("async", test_async),
     ]

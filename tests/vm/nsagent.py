@@ -95,6 +95,24 @@ def raw_send(dst, packet_hex):
     print(json.dumps({"sent": len(pkts)}))
 
 
+def raw_flood(dst, path, seconds):
+    """Send the packets of PATH (hex, one per line) again and again."""
+    fam = family_of(dst)
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    bypass_policy(s, fam)
+    pkts = [bytes.fromhex(ln) for ln in open(path).read().split()]
+    stop = [False]
+    signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
+    print(json.dumps({"flooding": len(pkts)}), flush=True)
+    sent = 0
+    end = time.time() + float(seconds)
+    while not stop[0] and time.time() < end:
+        for p in pkts:
+            s.sendto(p, (dst, 0))
+        sent += len(pkts)
+    print(json.dumps({"sent": sent}), flush=True)
+
+
 def udp_encap_hold(addr, port, seconds):
     """Hold the NAT-T port open: xfrm only takes ESP-in-UDP from a socket
     with UDP_ENCAP set (charon's job on a real gateway)."""
@@ -154,9 +172,13 @@ def tcp_serve_echo_text(addr, port, timeout):
     print(json.dumps({"bytes": len(data), "text": data.decode(errors="replace")}), flush=True)
 
 
-def tcp_send(src, dst, port, nbytes, seed="les"):
-    data = b"".join(hashlib.sha256(f"{seed}{i}".encode()).digest()
-                    for i in range((int(nbytes) + 31) // 32))[:int(nbytes)]
+def tcp_send(src, dst, port, nbytes, seed="les", marker=""):
+    """Send NBYTES (hash-derived, or MARKER repeated) and wait for the close."""
+    if marker:
+        data = (marker.encode() * (int(nbytes) // len(marker) + 1))[:int(nbytes)]
+    else:
+        data = b"".join(hashlib.sha256(f"{seed}{i}".encode()).digest()
+                        for i in range((int(nbytes) + 31) // 32))[:int(nbytes)]
     s = socket.socket(family_of(dst), socket.SOCK_STREAM)
     s.bind((src, 0))
     s.settimeout(20)
@@ -195,7 +217,7 @@ def tcp_raw_recv(addr, port, seconds):
 
 ACTIONS = {
     "sniff": sniff, "udp-recv": udp_recv, "udp-send": udp_send,
-    "raw-send": raw_send, "udp-encap-hold": udp_encap_hold,
+    "raw-send": raw_send, "raw-flood": raw_flood, "udp-encap-hold": udp_encap_hold,
     "tcp-serve": tcp_serve, "tcp-send": tcp_send, "tcp-raw-recv": tcp_raw_recv,
     "tcp-serve-echo-text": tcp_serve_echo_text,
 }

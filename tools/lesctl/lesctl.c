@@ -5,6 +5,9 @@
  *   lesctl blob create ROLE [keylen N] [k2 HEX] [k1 HEX] [pep-id N]
  *   lesctl blob show HEX
  *   lesctl stats
+ *   lesctl pep show | pep set [hook on|off] [max-flows N] [idle-timeout S]
+ *                             [mark M] [encap-port P]
+ *   lesctl flows [show | flush]
  *
  * A blob goes into ip xfrm as the key of an rfc4106(gcm(aes)) SA:
  *   ip xfrm state add ... proto esp spi 0x100 aead 'rfc4106(gcm(aes))' \
@@ -18,15 +21,20 @@
 #include <sys/random.h>
 
 #include "les_wire.h"
+#include "lesctl.h"
 
-static int json;
+int json;
 
-static void usage(FILE *f)
+void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: lesctl [-j] blob create ROLE [keylen 16|24|32] [k2 HEX] [k1 HEX] [pep-id N]\n"
 		"       lesctl [-j] blob show HEX\n"
 		"       lesctl [-j] stats\n"
+		"       lesctl [-j] pep show\n"
+		"       lesctl pep set [hook on|off] [max-flows N] [idle-timeout SECONDS]\n"
+		"                      [mark MARK] [encap-port PORT]\n"
+		"       lesctl [-j] flows [show | flush]\n"
 		"ROLE := endpoint | pep-view | pep-origin-in | pep-origin-out\n"
 		"k2/k1 are the zone key followed by its 4-byte salt; missing keys are random.\n");
 }
@@ -219,33 +227,6 @@ static int blob_show(int argc, char **argv)
 	return 0;
 }
 
-static int stats(void)
-{
-	FILE *f = fopen("/proc/net/les_stat", "r");
-	char name[64];
-	unsigned long long v;
-	int first = 1;
-
-	if (!f) {
-		fprintf(stderr, "lesctl: /proc/net/les_stat: %s (is les.ko loaded?)\n",
-			strerror(errno));
-		return 1;
-	}
-	if (json)
-		printf("{");
-	while (fscanf(f, "%63s %llu", name, &v) == 2) {
-		if (json)
-			printf("%s\"%s\":%llu", first ? "" : ",", name, v);
-		else
-			printf("%-20s %llu\n", name, v);
-		first = 0;
-	}
-	if (json)
-		printf("}\n");
-	fclose(f);
-	return 0;
-}
-
 int main(int argc, char **argv)
 {
 	argc--;
@@ -267,8 +248,8 @@ int main(int argc, char **argv)
 		return blob_create(argc - 2, argv + 2);
 	if (argc >= 2 && !strcmp(argv[0], "blob") && !strcmp(argv[1], "show"))
 		return blob_show(argc - 2, argv + 2);
-	if (argc == 1 && !strcmp(argv[0], "stats"))
-		return stats();
+	if (argc >= 1)
+		return lesctl_netlink(argc, argv);
 	usage(stderr);
 	return 2;
 }

@@ -1,0 +1,354 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The PEP's flow table: one entry per TCP connection whose header zones the
+ * PEP opened, both directions in one entry.
+ *
+ * The table is bounded.  A new flow that finds it full takes the place of
+ * the least recently seen flow that is not established (half open, closing,
+ * closed) or is idle past the timeout, among the oldest few; if there is
+ * none, the new flow is not tracked and counted, so that a burst of new
+ * connections cannot push out the established ones being accelerated.  A
+ * worker drops flows idle for longer than the timeout.
+ *
+ * Every access holds the table lock: each packet that gets here has just
+ * been through an AES-GCM operation, next to which the lock costs little.
+ */
+#include <linux/jhash.h>
+#include <linux/random.h>
+#include <linux/slab.h>
+#include <linux/vmalloc.h>
+#include <net/tcp.h>
+
+#include "les.h"
+#include "pep.h"
+
+#define LES_FLOW_BUCKET_BITS	12
+#define LES_FLOW_EVICT_SCAN	16	/* oldest flows a new one may replace */
+#define LES_FLOW_GC_BUDGET	4096	/* flows a GC run may free */
+
+static u32 les_flow_hash(const struct les_flow_table *t,
+			 const struct les_flow_key *key)
+{
+	return jhash(key, sizeof(*key), t->seed) >> (32 - t->bucket_bits);
+}
+
+/* Returns the index in key->end of the packet's sender. */
+static unsigned int les_flow_key_make(struct les_flow_key *key,
+				      const struct les_pep_pkt *pkt)
+{
+	struct les_flow_end src, dst;
+	bool swap;
+
+	/* Zeroed whole: the key is hashed and compared as bytes. */
+	memset(key, 0, sizeof(*key));
+	memset(&src, 0, sizeof(src));
+	memset(&dst, 0, sizeof(dst));
+	src.addr = pkt->saddr;
+	src.port = htons(pkt->tcp.sport);
+	dst.addr = pkt->daddr;
+	dst.port = htons(pkt->tcp.dport);
+	swap = memcmp(&src, &dst, sizeof(src)) > 0;
+	key->end[0] = swap ? dst : src;
+	key->end[1] = swap ? src : dst;
+	key->family = pkt->family;
+	return swap;
+}
+
+static struct les_flow *les_flow_find(struct les_flow_table *t,
+				      const struct les_flow_key *key, u32 hash)
+{
+	struct les_flow *f;
+
+	hlist_for_each_entry(f, &t->buckets[hash], hnode)
+		if (!memcmp(&f->key, key, sizeof(*key)))
+			return f;
+	return NULL;
+}
+
+static void les_flow_free(struct les_flow_table *t, struct les_flow *f)
+{
+	hlist_del(&f->hnode);
+	list_del(&f->lru);
+	t->count--;
+	kfree(f);
+}
+
+static bool les_flow_idle(const struct les_flow_table *t,
+			  const struct les_flow *f, unsigned long now)
+{
+	return time_after_eq(now, f->last_seen + t->idle_timeout * HZ);
+}
+
+/* Makes room for one flow; false if only young established flows are left. */
+static bool les_flow_evict_one(struct les_flow_table *t, unsigned long now)
+{
+	unsigned int scanned = 0;
+	struct les_flow *f;
+
+	list_for_each_entry(f, &t->lru, lru) {
+		if (f->state != LES_FLOW_ESTABLISHED || les_flow_idle(t, f, now)) {
+			les_flow_free(t, f);
+			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
+			return true;
+		}
+		if (++scanned == LES_FLOW_EVICT_SCAN)
+			break;
+	}
+	return false;
+}
+
+static struct les_flow *les_flow_create(struct les_flow_table *t,
+					const struct les_flow_key *key,
+					u32 hash, unsigned long now)
+{
+	struct les_flow *f;
+
+	if (!t->max_flows)
+		return NULL;
+	if (t->count >= t->max_flows && !les_flow_evict_one(t, now)) {
+		les_stat_inc(t->net, LES_STAT_PEP_TABLE_FULL);
+		return NULL;
+	}
+	f = kzalloc(sizeof(*f), GFP_ATOMIC);
+	if (!f)
+		return NULL;
+	f->key = *key;
+	f->created = now;
+	f->state = LES_FLOW_ESTABLISHED;
+	hlist_add_head(&f->hnode, &t->buckets[hash]);
+	list_add_tail(&f->lru, &t->lru);
+	if (!t->count++)
+		queue_delayed_work(system_power_efficient_wq, &t->gc, HZ);
+	les_stat_inc(t->net, LES_STAT_PEP_FLOWS_NEW);
+	return f;
+}
+
+static void les_flow_rtt_sample(struct les_flow_side *s, u32 us)
+{
+	us = max(us, 1U);
+	/* RFC 6298: SRTT <- 7/8 SRTT + 1/8 R. */
+	s->srtt_us = s->rtt_samples ? s->srtt_us - (s->srtt_us >> 3) + (us >> 3) : us;
+	if (!s->rtt_samples || us < s->rtt_min_us)
+		s->rtt_min_us = us;
+	s->rtt_samples++;
+}
+
+static void les_flow_update(struct les_flow *f, unsigned int from,
+			    const struct les_pep_pkt *pkt, ktime_t now)
+{
+	struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
+	const struct les_tcp_seg *seg = &pkt->tcp;
+	u8 flags = seg->flags;
+	u32 end;
+
+	end = seg->seq + pkt->payload + !!(flags & LES_TCP_SYN) +
+	      !!(flags & LES_TCP_FIN);
+
+	s->spi = pkt->spi;
+	s->packets++;
+	s->bytes += pkt->payload;
+	s->flags_seen |= flags;
+	s->seq = seg->seq;
+	s->win = seg->win;
+
+	if (flags & LES_TCP_SYN) {
+		s->isn = seg->seq;
+		s->have_isn = true;
+		s->have_next = false;
+		s->mss = seg->mss;
+		s->wscale = seg->wscale;
+		if (!(flags & LES_TCP_ACK)) {
+			f->handshake = true;
+			f->initiator = from;
+			f->state = LES_FLOW_SYN_SENT;
+		} else if (f->state == LES_FLOW_SYN_SENT) {
+			f->state = LES_FLOW_SYN_RECV;
+		}
+	}
+
+	if (!s->have_next || after(end, s->next)) {
+		/* New sequence space: time it unless a sample is running. */
+		if (end != seg->seq && !o->probing) {
+			o->probing = true;
+			o->probe_end = end;
+			o->probe_sent = now;
+		}
+		s->next = end;
+		s->have_next = true;
+	} else if (end != seg->seq) {
+		s->retrans++;
+		if (o->probing && before(seg->seq, o->probe_end))
+			o->probing = false;
+	}
+
+	if (flags & LES_TCP_ACK) {
+		s->ack = seg->ack;
+		s->sack_n = seg->sack_n;
+		memcpy(s->sack, seg->sack, sizeof(s->sack));
+		if (s->probing && !before(seg->ack, s->probe_end)) {
+			les_flow_rtt_sample(s, ktime_us_delta(now, s->probe_sent));
+			s->probing = false;
+		}
+		if (f->state == LES_FLOW_SYN_RECV && from == f->initiator)
+			f->state = LES_FLOW_ESTABLISHED;
+	}
+
+	if (flags & LES_TCP_FIN) {
+		s->fin = true;
+		f->state = o->fin ? LES_FLOW_CLOSED : LES_FLOW_FIN_WAIT;
+	}
+	if (flags & LES_TCP_RST)
+		f->state = LES_FLOW_CLOSED;
+}
+
+void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
+{
+	unsigned long now = jiffies;
+	struct les_flow_key key;
+	unsigned int from;
+	struct les_flow *f;
+	u8 flags = pkt->tcp.flags;
+	u32 hash;
+
+	from = les_flow_key_make(&key, pkt);
+	spin_lock_bh(&t->lock);
+	hash = les_flow_hash(t, &key);
+	f = les_flow_find(t, &key, hash);
+	if (f && f->state == LES_FLOW_CLOSED &&
+	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN) {
+		/* A new connection on the tuple of a closed one. */
+		memset(f->side, 0, sizeof(f->side));
+		f->created = now;
+		f->handshake = false;
+	}
+	if (!f) {
+		/* A RST opens nothing: it would only take a table slot. */
+		if (flags & LES_TCP_RST)
+			goto out;
+		f = les_flow_create(t, &key, hash, now);
+		if (!f)
+			goto out;
+		f->initiator = from;
+	}
+	les_flow_update(f, from, pkt, ktime_get());
+	f->last_seen = now;
+	list_move_tail(&f->lru, &t->lru);
+out:
+	spin_unlock_bh(&t->lock);
+}
+
+static void les_flow_gc(struct work_struct *work)
+{
+	struct les_flow_table *t = container_of(to_delayed_work(work),
+						struct les_flow_table, gc);
+	unsigned int budget = LES_FLOW_GC_BUDGET;
+	unsigned long now = jiffies;
+	struct les_flow *f, *tmp;
+	bool more;
+
+	spin_lock_bh(&t->lock);
+	list_for_each_entry_safe(f, tmp, &t->lru, lru) {
+		if (!budget)
+			break;
+		if (t->count > t->max_flows) {
+			/* The limit was lowered: the oldest go first. */
+			les_flow_free(t, f);
+			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
+		} else if (les_flow_idle(t, f, now)) {
+			les_flow_free(t, f);
+			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EXPIRED);
+		} else {
+			break;
+		}
+		budget--;
+	}
+	more = t->count > 0;
+	spin_unlock_bh(&t->lock);
+	if (more)
+		queue_delayed_work(system_power_efficient_wq, &t->gc,
+				   budget ? HZ : 1);
+}
+
+void les_flow_flush(struct les_flow_table *t)
+{
+	struct les_flow *f, *tmp;
+
+	spin_lock_bh(&t->lock);
+	list_for_each_entry_safe(f, tmp, &t->lru, lru)
+		les_flow_free(t, f);
+	spin_unlock_bh(&t->lock);
+}
+
+void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
+			 unsigned int idle_timeout)
+{
+	spin_lock_bh(&t->lock);
+	t->max_flows = max_flows;
+	t->idle_timeout = idle_timeout;
+	spin_unlock_bh(&t->lock);
+	/* Apply them now rather than at the next run. */
+	mod_delayed_work(system_power_efficient_wq, &t->gc, 0);
+}
+
+unsigned int les_flow_count(struct les_flow_table *t)
+{
+	unsigned int n;
+
+	spin_lock_bh(&t->lock);
+	n = t->count;
+	spin_unlock_bh(&t->lock);
+	return n;
+}
+
+int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
+		  unsigned long *bucket, unsigned long *skip,
+		  int (*fill)(struct sk_buff *skb, const struct les_flow *f,
+			      void *arg),
+		  void *arg)
+{
+	unsigned long nbuckets = 1UL << t->bucket_bits;
+	struct les_flow *f;
+
+	spin_lock_bh(&t->lock);
+	for (; *bucket < nbuckets; (*bucket)++, *skip = 0) {
+		unsigned long i = 0;
+
+		hlist_for_each_entry(f, &t->buckets[*bucket], hnode) {
+			if (i++ < *skip)
+				continue;
+			if (fill(skb, f, arg))
+				goto full;
+			*skip = i;
+		}
+	}
+full:
+	spin_unlock_bh(&t->lock);
+	return skb->len;
+}
+
+int les_flow_table_init(struct les_flow_table *t, struct net *net)
+{
+	spin_lock_init(&t->lock);
+	INIT_LIST_HEAD(&t->lru);
+	INIT_DELAYED_WORK(&t->gc, les_flow_gc);
+	t->bucket_bits = LES_FLOW_BUCKET_BITS;
+	t->buckets = kvcalloc(1U << t->bucket_bits, sizeof(*t->buckets),
+			      GFP_KERNEL);
+	if (!t->buckets)
+		return -ENOMEM;
+	t->seed = get_random_u32();
+	t->net = net;
+	t->count = 0;
+	t->max_flows = LES_PEP_MAX_FLOWS_DEFAULT;
+	t->idle_timeout = LES_PEP_IDLE_TIMEOUT_DEFAULT;
+	return 0;
+}
+
+/* The hook must be gone: nothing adds flows any more. */
+void les_flow_table_destroy(struct les_flow_table *t)
+{
+	cancel_delayed_work_sync(&t->gc);
+	les_flow_flush(t);
+	kvfree(t->buckets);
+	t->buckets = NULL;
+}

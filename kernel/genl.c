@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The "les" generic netlink family (les_genl.h): the PEP settings, the
+ * counters, the PEP keys and the flow table of the caller's namespace.
+ */
+#include <net/genetlink.h>
+#include <linux/jiffies.h>
+#include <linux/timekeeping.h>
+#include <net/netlink.h>
+#include <net/xfrm.h>
+
+#include "les.h"
+#include "pep.h"
+
+static struct genl_family les_genl_family;
+
+static const struct nla_policy les_genl_policy[LES_A_MAX + 1] = {
+	[LES_A_HOOK]		= NLA_POLICY_MAX(NLA_U8, 1),
+	[LES_A_MAX_FLOWS]	= { .type = NLA_U32 },
+	[LES_A_IDLE_TIMEOUT]	= { .type = NLA_U32 },
+	[LES_A_PEP_MARK]	= { .type = NLA_U32 },
+	[LES_A_ENCAP_PORT]	= { .type = NLA_U16 },
+};
+
+static int les_genl_put_config(struct sk_buff *msg, struct les_pep_net *pn)
+{
+	struct les_flow_table *t = &pn->flows;
+
+	if (nla_put_u8(msg, LES_A_HOOK, READ_ONCE(pn->hook_on)) ||
+	    nla_put_u32(msg, LES_A_MAX_FLOWS, READ_ONCE(t->max_flows)) ||
+	    nla_put_u32(msg, LES_A_IDLE_TIMEOUT, READ_ONCE(t->idle_timeout)) ||
+	    nla_put_u32(msg, LES_A_PEP_MARK, READ_ONCE(pn->pep_mark)) ||
+	    nla_put_u16(msg, LES_A_ENCAP_PORT, READ_ONCE(pn->encap_port)) ||
+	    nla_put_u32(msg, LES_A_FLOW_COUNT, les_flow_count(t)))
+		return -EMSGSIZE;
+	return 0;
+}
+
+static int les_genl_reply(struct genl_info *info, u8 cmd,
+			  int (*put)(struct sk_buff *msg, struct net *net))
+{
+	struct sk_buff *msg;
+	void *hdr;
+	int err;
+
+	msg = genlmsg_new(NLMSG_GOODSIZE, GFP_KERNEL);
+	if (!msg)
+		return -ENOMEM;
+	hdr = genlmsg_put_reply(msg, info, &les_genl_family, 0, cmd);
+	if (!hdr) {
+		err = -EMSGSIZE;
+		goto fail;
+	}
+	err = put(msg, genl_info_net(info));
+	if (err)
+		goto fail;
+	genlmsg_end(msg, hdr);
+	return genlmsg_reply(msg, info);
+fail:
+	nlmsg_free(msg);
+	return err;
+}
+
+static int les_genl_put_config_net(struct sk_buff *msg, struct net *net)
+{
+	return les_genl_put_config(msg, les_pep_net(net));
+}
+
+static int les_genl_get_config(struct sk_buff *skb, struct genl_info *info)
+{
+	return les_genl_reply(info, LES_CMD_GET_CONFIG, les_genl_put_config_net);
+}
+
+static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
+{
+	struct les_pep_net *pn = les_pep_net(genl_info_net(info));
+	struct les_flow_table *t = &pn->flows;
+	unsigned int max_flows = READ_ONCE(t->max_flows);
+	unsigned int idle = READ_ONCE(t->idle_timeout);
+	struct nlattr **a = info->attrs;
+	int err;
+
+	if (a[LES_A_MAX_FLOWS]) {
+		max_flows = nla_get_u32(a[LES_A_MAX_FLOWS]);
+		if (max_flows > LES_PEP_MAX_FLOWS_LIMIT) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_MAX_FLOWS],
+					    "max-flows is at most 4194304");
+			return -ERANGE;
+		}
+	}
+	if (a[LES_A_IDLE_TIMEOUT]) {
+		idle = nla_get_u32(a[LES_A_IDLE_TIMEOUT]);
+		if (!idle || idle > LES_PEP_IDLE_TIMEOUT_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_IDLE_TIMEOUT],
+					    "idle-timeout is 1 to 86400 seconds");
+			return -ERANGE;
+		}
+	}
+	if (a[LES_A_ENCAP_PORT] && !nla_get_u16(a[LES_A_ENCAP_PORT])) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_ENCAP_PORT],
+				    "encap-port cannot be 0");
+		return -ERANGE;
+	}
+
+	if (a[LES_A_HOOK]) {
+		err = les_pep_set_hook(pn, nla_get_u8(a[LES_A_HOOK]));
+		if (err) {
+			NL_SET_ERR_MSG(info->extack, "could not register the netfilter hook");
+			return err;
+		}
+	}
+	if (a[LES_A_PEP_MARK])
+		WRITE_ONCE(pn->pep_mark, nla_get_u32(a[LES_A_PEP_MARK]));
+	if (a[LES_A_ENCAP_PORT])
+		WRITE_ONCE(pn->encap_port, nla_get_u16(a[LES_A_ENCAP_PORT]));
+	if (a[LES_A_MAX_FLOWS] || a[LES_A_IDLE_TIMEOUT])
+		les_flow_set_limits(t, max_flows, idle);
+	return 0;
+}
+
+static int les_genl_put_stats(struct sk_buff *msg, struct net *net)
+{
+	struct nlattr *nest;
+	int i;
+
+	for (i = 0; i < LES_STAT_MAX; i++) {
+		nest = nla_nest_start(msg, LES_A_STAT);
+		if (!nest ||
+		    nla_put_string(msg, LES_STAT_A_NAME, les_stat_name(i)) ||
+		    nla_put_u64_64bit(msg, LES_STAT_A_VALUE, les_stat_read(net, i),
+				      LES_STAT_A_PAD))
+			return -EMSGSIZE;
+		nla_nest_end(msg, nest);
+	}
+	return 0;
+}
+
+static int les_genl_get_stats(struct sk_buff *skb, struct genl_info *info)
+{
+	return les_genl_reply(info, LES_CMD_GET_STATS, les_genl_put_stats);
+}
+
+static int les_genl_flush_flows(struct sk_buff *skb, struct genl_info *info)
+{
+	les_flow_flush(&les_pep_net(genl_info_net(info))->flows);
+	return 0;
+}
+
+/* ---- PEP keys: the pep-view SAs among the namespace's xfrm states ---- */
+
+static int les_put_addr(struct sk_buff *msg, int attr, unsigned short family,
+			const xfrm_address_t *addr)
+{
+	return nla_put(msg, attr, family == AF_INET ? 4 : 16, addr);
+}
+
+struct les_key_dump {
+	struct netlink_callback *cb;
+	struct sk_buff *skb;
+};
+
+static int les_genl_fill_key(struct xfrm_state *x, int count, void *arg)
+{
+	struct les_key_dump *d = arg;
+	struct netlink_callback *cb = d->cb;
+	struct sk_buff *skb = d->skb;
+	struct les_sa *sa;
+	struct nlattr *nest;
+	time64_t expires = 0;
+	void *hdr;
+
+	if (x->type != &les_sa_type)
+		return 0;
+	sa = les_sa_get(x);
+	if (!sa || sa->role != LES_ROLE_PEP_VIEW)
+		return 0;
+	if (x->lft.hard_add_expires_seconds) {
+		expires = x->curlft.add_time + x->lft.hard_add_expires_seconds -
+			  ktime_get_real_seconds();
+		expires = max_t(time64_t, expires, 1);
+	}
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &les_genl_family, NLM_F_MULTI, LES_CMD_GET_KEY);
+	if (!hdr)
+		return -EMSGSIZE;
+	nest = nla_nest_start(skb, LES_A_KEY);
+	if (!nest ||
+	    nla_put_u8(skb, LES_KEY_A_FAMILY, x->props.family) ||
+	    les_put_addr(skb, LES_KEY_A_SADDR, x->props.family, &x->props.saddr) ||
+	    les_put_addr(skb, LES_KEY_A_DADDR, x->props.family, &x->id.daddr) ||
+	    nla_put_u32(skb, LES_KEY_A_SPI, ntohl(x->id.spi)) ||
+	    nla_put_u32(skb, LES_KEY_A_MARK, x->mark.v) ||
+	    nla_put_u8(skb, LES_KEY_A_MODE, x->props.mode) ||
+	    nla_put_u8(skb, LES_KEY_A_ESN, !!(x->props.flags & XFRM_STATE_ESN)) ||
+	    (x->encap &&
+	     (nla_put_u16(skb, LES_KEY_A_ENCAP_SPORT, ntohs(x->encap->encap_sport)) ||
+	      nla_put_u16(skb, LES_KEY_A_ENCAP_DPORT, ntohs(x->encap->encap_dport)))) ||
+	    nla_put_u8(skb, LES_KEY_A_KEYLEN, sa->key_len) ||
+	    nla_put_u64_64bit(skb, LES_KEY_A_EXPIRES, expires, LES_KEY_A_PAD) ||
+	    nla_put_u64_64bit(skb, LES_KEY_A_PACKETS, x->curlft.packets, LES_KEY_A_PAD) ||
+	    nla_put_u64_64bit(skb, LES_KEY_A_BYTES, x->curlft.bytes, LES_KEY_A_PAD) ||
+	    nla_put_u64_64bit(skb, LES_KEY_A_AUTH_FAILED, x->stats.integrity_failed,
+			      LES_KEY_A_PAD)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+/* The xfrm walk keeps its place between the parts of a dump. */
+static struct xfrm_state_walk *les_key_walk(struct netlink_callback *cb)
+{
+	BUILD_BUG_ON(sizeof(struct xfrm_state_walk) > sizeof(cb->ctx));
+	return (struct xfrm_state_walk *)cb->ctx;
+}
+
+static int les_genl_key_start(struct netlink_callback *cb)
+{
+	xfrm_state_walk_init(les_key_walk(cb), IPPROTO_ESP, NULL);
+	return 0;
+}
+
+static int les_genl_key_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct les_key_dump d = { .cb = cb, .skb = skb };
+
+	xfrm_state_walk(sock_net(skb->sk), les_key_walk(cb), les_genl_fill_key, &d);
+	return skb->len;
+}
+
+static int les_genl_key_done(struct netlink_callback *cb)
+{
+	xfrm_state_walk_done(les_key_walk(cb), sock_net(cb->skb->sk));
+	return 0;
+}
+
+/* ---- The flow table ---- */
+
+static int les_genl_put_side(struct sk_buff *skb, const struct les_flow *f,
+			     unsigned int i)
+{
+	const struct les_flow_side *s = &f->side[i];
+	const struct les_flow_end *e = &f->key.end[i];
+	struct nlattr *nest;
+	u32 sack[2 * LES_SACK_MAX];
+	unsigned int b;
+
+	nest = nla_nest_start(skb, LES_FLOW_A_SIDE);
+	if (!nest ||
+	    les_put_addr(skb, LES_SIDE_A_ADDR, f->key.family, &e->addr) ||
+	    nla_put_u16(skb, LES_SIDE_A_PORT, ntohs(e->port)) ||
+	    nla_put_u32(skb, LES_SIDE_A_SPI, s->spi) ||
+	    (s->have_isn && nla_put_u32(skb, LES_SIDE_A_ISN, s->isn)) ||
+	    (s->packets &&
+	     (nla_put_u32(skb, LES_SIDE_A_SEQ, s->seq) ||
+	      nla_put_u32(skb, LES_SIDE_A_NEXT, s->next) ||
+	      nla_put_u16(skb, LES_SIDE_A_WIN, s->win))) ||
+	    ((s->flags_seen & LES_TCP_ACK) && nla_put_u32(skb, LES_SIDE_A_ACK, s->ack)) ||
+	    (s->wscale != LES_WSCALE_NONE && s->have_isn &&
+	     nla_put_u8(skb, LES_SIDE_A_WSCALE, s->wscale)) ||
+	    (s->mss && nla_put_u16(skb, LES_SIDE_A_MSS, s->mss)) ||
+	    nla_put_u8(skb, LES_SIDE_A_FLAGS, s->flags_seen) ||
+	    nla_put_u64_64bit(skb, LES_SIDE_A_PACKETS, s->packets, LES_SIDE_A_PAD) ||
+	    nla_put_u64_64bit(skb, LES_SIDE_A_BYTES, s->bytes, LES_SIDE_A_PAD) ||
+	    nla_put_u64_64bit(skb, LES_SIDE_A_RETRANS, s->retrans, LES_SIDE_A_PAD))
+		return -EMSGSIZE;
+	if (s->sack_n) {
+		for (b = 0; b < 2 * s->sack_n; b++)
+			sack[b] = s->sack[b];
+		if (nla_put(skb, LES_SIDE_A_SACK, 8 * s->sack_n, sack))
+			return -EMSGSIZE;
+	}
+	if (s->rtt_samples &&
+	    (nla_put_u32(skb, LES_SIDE_A_RTT_US, s->srtt_us) ||
+	     nla_put_u32(skb, LES_SIDE_A_RTT_MIN_US, s->rtt_min_us) ||
+	     nla_put_u32(skb, LES_SIDE_A_RTT_SAMPLES, s->rtt_samples)))
+		return -EMSGSIZE;
+	nla_nest_end(skb, nest);
+	return 0;
+}
+
+static int les_genl_fill_flow(struct sk_buff *skb, const struct les_flow *f,
+			      void *arg)
+{
+	struct netlink_callback *cb = arg;
+	unsigned long now = jiffies;
+	struct nlattr *nest;
+	void *hdr;
+
+	hdr = genlmsg_put(skb, NETLINK_CB(cb->skb).portid, cb->nlh->nlmsg_seq,
+			  &les_genl_family, NLM_F_MULTI, LES_CMD_GET_FLOW);
+	if (!hdr)
+		return -EMSGSIZE;
+	nest = nla_nest_start(skb, LES_A_FLOW);
+	if (!nest ||
+	    nla_put_u8(skb, LES_FLOW_A_FAMILY, f->key.family) ||
+	    nla_put_u8(skb, LES_FLOW_A_STATE, f->state) ||
+	    nla_put_u8(skb, LES_FLOW_A_HANDSHAKE, f->handshake) ||
+	    nla_put_u64_64bit(skb, LES_FLOW_A_AGE_MS,
+			      jiffies_to_msecs(now - f->created), LES_FLOW_A_PAD) ||
+	    nla_put_u64_64bit(skb, LES_FLOW_A_IDLE_MS,
+			      jiffies_to_msecs(now - f->last_seen), LES_FLOW_A_PAD) ||
+	    les_genl_put_side(skb, f, f->initiator) ||
+	    les_genl_put_side(skb, f, !f->initiator)) {
+		genlmsg_cancel(skb, hdr);
+		return -EMSGSIZE;
+	}
+	nla_nest_end(skb, nest);
+	genlmsg_end(skb, hdr);
+	return 0;
+}
+
+static int les_genl_flow_dump(struct sk_buff *skb, struct netlink_callback *cb)
+{
+	struct les_pep_net *pn = les_pep_net(sock_net(skb->sk));
+
+	return les_flow_dump(&pn->flows, skb, &cb->args[0], &cb->args[1],
+			     les_genl_fill_flow, cb);
+}
+
+static const struct genl_ops les_genl_ops[] = {
+	{
+		.cmd	= LES_CMD_GET_CONFIG,
+		.doit	= les_genl_get_config,
+	},
+	{
+		.cmd	= LES_CMD_SET_CONFIG,
+		.doit	= les_genl_set_config,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= LES_CMD_GET_STATS,
+		.doit	= les_genl_get_stats,
+	},
+	{
+		.cmd	= LES_CMD_GET_KEY,
+		.start	= les_genl_key_start,
+		.dumpit	= les_genl_key_dump,
+		.done	= les_genl_key_done,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= LES_CMD_GET_FLOW,
+		.dumpit	= les_genl_flow_dump,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+	{
+		.cmd	= LES_CMD_FLUSH_FLOWS,
+		.doit	= les_genl_flush_flows,
+		.flags	= GENL_UNS_ADMIN_PERM,
+	},
+};
+
+static struct genl_family les_genl_family __ro_after_init = {
+	.name		= LES_GENL_NAME,
+	.version	= LES_GENL_VERSION,
+	.maxattr	= LES_A_MAX,
+	.policy		= les_genl_policy,
+	.netnsok	= true,
+	.module		= THIS_MODULE,
+	.ops		= les_genl_ops,
+	.n_ops		= ARRAY_SIZE(les_genl_ops),
+	.resv_start_op	= LES_CMD_MAX + 1,
+};
+
+int les_genl_init(void)
+{
+	return genl_register_family(&les_genl_family);
+}
+
+void les_genl_exit(void)
+{
+	genl_unregister_family(&les_genl_family);
+}

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The PEP node's eyes: a netfilter hook on the forwarding path that opens
+ * the header zone of LES packets it has a PEP key for, and tells the flow
+ * table what it read.
+ *
+ * PEP keys are xfrm states with a pep-view blob and the namespace's PEP
+ * mark (docs/pep.md): the operator sees them with "ip xfrm state", xfrm
+ * expires them with their lifetime, and normal input, whose packets carry
+ * no such mark, never matches them.  The hook never changes a packet
+ * (BRIEF D3): it copies the header zone out, opens the copy, and accepts
+ * the packet whatever it found, a forged header zone included.
+ */
+#include <linux/ip.h>
+#include <linux/ipv6.h>
+#include <linux/module.h>
+#include <linux/netfilter_ipv4.h>
+#include <linux/netfilter_ipv6.h>
+#include <linux/scatterlist.h>
+#include <linux/slab.h>
+#include <linux/udp.h>
+#include <crypto/aead.h>
+#include <net/ip.h>
+#include <net/ipv6.h>
+#include <net/netns/generic.h>
+
+#include "les.h"
+#include "pep.h"
+
+/*
+ * After the filter and security tables: the hook sees what is really
+ * forwarded, and nothing a firewall dropped.
+ */
+#define LES_PEP_HOOK_PRIORITY	(NF_IP_PRI_SECURITY + 1)
+
+static bool pep_hook = true;
+module_param(pep_hook, bool, 0444);
+MODULE_PARM_DESC(pep_hook, "Start the PEP hook in every network namespace (default on)");
+
+static unsigned int les_pep_net_id __read_mostly;
+
+struct les_pep_net *les_pep_net(struct net *net)
+{
+	return net_generic(net, les_pep_net_id);
+}
+
+/* Where the packet's ESP header is, and what the outer header says. */
+struct les_pep_outer {
+	unsigned short family;
+	xfrm_address_t saddr, daddr;
+	unsigned int esp_off;
+};
+
+/*
+ * Open the header zone of @skb with the pep-view SA @sa into @pkt.
+ * Returns 0, or the counter that says why not.
+ */
+static int les_pep_open(struct xfrm_state *x, struct les_sa *sa,
+			const struct sk_buff *skb,
+			const struct les_pep_outer *outer,
+			struct les_pep_pkt *pkt)
+{
+	bool esn = x->props.flags & XFRM_STATE_ESN;
+	unsigned int prefix_len = esn ? 12 : 8;
+	unsigned int esp_len = skb->len - outer->esp_off;
+	unsigned int hz_len, hz_end, pz_len, zone_len, len;
+	struct aead_request *req;
+	struct scatterlist *sg;
+	const u8 *hz;
+	u8 *mem, *buf, *nonce, l[LES_HZLEN_LEN];
+	int verdict, err;
+
+	if (esp_len < LES_HZ_OFF ||
+	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN + LES_IV_LEN,
+			  l, sizeof(l)))
+		return LES_STAT_PEP_MALFORMED;
+	hz_len = les_get_be16(l);
+	if (hz_len < LES_HZ_DESC_LEN || hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
+		return LES_STAT_PEP_MALFORMED;
+	hz_end = LES_HZ_OFF + hz_len + LES_ICV_LEN;
+	/* A header-only packet is some PEP's own, under a key not ours. */
+	if (esp_len == hz_end)
+		return LES_STAT_PEP_SKIPPED;
+	if (esp_len < hz_end + 2 + LES_ICV_LEN)
+		return LES_STAT_PEP_MALFORMED;
+
+	/* buf: AAD prefix | IV | L | header zone | ICV2, opened in place. */
+	zone_len = LES_IV_LEN + LES_HZLEN_LEN + hz_len + LES_ICV_LEN;
+	len = sizeof(*sg) + LES_NONCE_LEN + prefix_len + zone_len;
+	len = ALIGN(len, crypto_tfm_ctx_alignment());
+	len += sizeof(*req) + crypto_aead_reqsize(sa->hz_aead);
+	mem = kmalloc(len, GFP_ATOMIC);
+	if (!mem)
+		return LES_STAT_PEP_ERRORS;
+	sg = (void *)mem;
+	nonce = (u8 *)(sg + 1);
+	buf = nonce + LES_NONCE_LEN;
+	req = (void *)PTR_ALIGN(buf + prefix_len + zone_len,
+				crypto_tfm_ctx_alignment());
+
+	verdict = LES_STAT_PEP_MALFORMED;
+	if (skb_copy_bits(skb, outer->esp_off, buf, LES_ESP_HDR_LEN) ||
+	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN,
+			  buf + prefix_len, zone_len))
+		goto out;
+	/* The IV is the full sequence number; its low half is the ESP one. */
+	if (memcmp(buf + prefix_len + 4, buf + 4, 4))
+		goto out;
+	if (esn) {
+		/* SPI | SeqHi | SeqLo: a PEP has no replay state, the IV has SeqHi. */
+		memcpy(buf + 8, buf + 4, 4);
+		memcpy(buf + 4, buf + prefix_len, 4);
+	}
+	memcpy(nonce, sa->hz_salt, LES_SALT_LEN);
+	memcpy(nonce + LES_SALT_LEN, buf + prefix_len, LES_IV_LEN);
+
+	sg_init_one(sg, buf, prefix_len + zone_len);
+	aead_request_set_tfm(req, sa->hz_aead);
+	aead_request_set_callback(req, 0, NULL, NULL);
+	aead_request_set_crypt(req, sg, sg, hz_len + LES_ICV_LEN, nonce);
+	aead_request_set_ad(req, prefix_len + LES_IV_LEN + LES_HZLEN_LEN);
+	/* pep-view SAs get a synchronous AEAD (sa.c): no -EINPROGRESS here. */
+	err = crypto_aead_decrypt(req);
+	if (err) {
+		verdict = err == -EBADMSG ? LES_STAT_PEP_AUTH_FAILED :
+					    LES_STAT_PEP_ERRORS;
+		goto out;
+	}
+
+	hz = buf + prefix_len + LES_IV_LEN + LES_HZLEN_LEN;
+	/* Under K2 only endpoints seal; they never set HEADER_ONLY. */
+	if (hz[1])
+		goto out;
+	switch (les_hz_tcp(hz[0], hz + LES_HZ_DESC_LEN, hz_len - LES_HZ_DESC_LEN,
+			   x->props.mode == XFRM_MODE_TUNNEL, &pkt->tcp)) {
+	case LES_HZ_TCP:
+		break;
+	case LES_HZ_NOT_TCP:
+		verdict = LES_STAT_PEP_NOT_TCP;
+		goto out;
+	case LES_HZ_FRAGMENT:
+		verdict = LES_STAT_PEP_SKIPPED;
+		goto out;
+	default:
+		goto out;
+	}
+
+	if (pkt->tcp.family) {
+		unsigned int alen = pkt->tcp.family == 4 ? 4 : 16;
+
+		pkt->family = pkt->tcp.family == 4 ? AF_INET : AF_INET6;
+		memset(&pkt->saddr, 0, sizeof(pkt->saddr));
+		memset(&pkt->daddr, 0, sizeof(pkt->daddr));
+		memcpy(&pkt->saddr, pkt->tcp.saddr, alen);
+		memcpy(&pkt->daddr, pkt->tcp.daddr, alen);
+		pkt->payload = pkt->tcp.payload_len;
+	} else {
+		/*
+		 * Transport mode: the addresses are the outer ones, and the
+		 * payload length is hidden by up to 3 bytes of padding in the
+		 * payload zone; take the lower bound.
+		 */
+		pkt->family = outer->family;
+		pkt->saddr = outer->saddr;
+		pkt->daddr = outer->daddr;
+		pz_len = esp_len - hz_end - LES_ICV_LEN - 2;
+		pkt->payload = pz_len > LES_ALIGN - 1 ? pz_len - (LES_ALIGN - 1) : 0;
+	}
+	pkt->spi = ntohl(x->id.spi);
+	verdict = 0;
+out:
+	kfree_sensitive(mem);
+	return verdict;
+}
+
+static void les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
+			const struct les_pep_outer *outer)
+{
+	struct net *net = pn->net;
+	struct les_pep_pkt pkt;
+	struct xfrm_state *x;
+	struct les_sa *sa;
+	__be32 spi;
+	int why;
+
+	if (skb_copy_bits(skb, outer->esp_off, &spi, sizeof(spi)) || !spi)
+		return;
+	/* The one lookup every ESP packet pays. */
+	x = xfrm_state_lookup(net, READ_ONCE(pn->pep_mark), &outer->daddr, spi,
+			      IPPROTO_ESP, outer->family);
+	if (!x) {
+		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
+		return;
+	}
+	sa = x->type == &les_sa_type ? les_sa_get(x) : NULL;
+	if (!sa || sa->role != LES_ROLE_PEP_VIEW ||
+	    READ_ONCE(x->km.state) != XFRM_STATE_VALID) {
+		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
+		goto put;
+	}
+
+	why = les_pep_open(x, sa, skb, outer, &pkt);
+	spin_lock(&x->lock);
+	if (!why) {
+		/* ip -s xfrm state shows what the PEP key opened; lifetimes count it. */
+		x->curlft.bytes += skb->len;
+		x->curlft.packets++;
+		xfrm_state_check_expire(x);
+	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
+		x->stats.integrity_failed++;
+	}
+	spin_unlock(&x->lock);
+
+	if (why) {
+		les_stat_inc(net, why);
+		goto put;
+	}
+	les_stat_inc(net, LES_STAT_PEP_OPENED);
+	les_flow_seen(&pn->flows, &pkt);
+put:
+	xfrm_state_put(x);
+}
+
+static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
+				 const struct nf_hook_state *state)
+{
+	struct les_pep_net *pn = priv;
+	struct les_pep_outer outer;
+	u8 proto;
+
+	memset(&outer, 0, sizeof(outer));
+	if (state->pf == NFPROTO_IPV4) {
+		const struct iphdr *iph = ip_hdr(skb);
+
+		/* A later fragment carries no header zone. */
+		if (iph->frag_off & htons(IP_OFFSET))
+			return NF_ACCEPT;
+		outer.family = AF_INET;
+		outer.saddr.a4 = iph->saddr;
+		outer.daddr.a4 = iph->daddr;
+		outer.esp_off = skb_network_offset(skb) + iph->ihl * 4;
+		proto = iph->protocol;
+	} else {
+		const struct ipv6hdr *ip6h = ipv6_hdr(skb);
+		__be16 frag_off;
+		int off;
+
+		proto = ip6h->nexthdr;
+		off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(*ip6h),
+				       &proto, &frag_off);
+		if (off < 0 || (frag_off & htons(IP6_OFFSET)))
+			return NF_ACCEPT;
+		outer.family = AF_INET6;
+		outer.saddr.in6 = ip6h->saddr;
+		outer.daddr.in6 = ip6h->daddr;
+		outer.esp_off = off;
+	}
+
+	if (proto == IPPROTO_UDP) {
+		__be16 port = htons(READ_ONCE(pn->encap_port));
+		struct udphdr _uh;
+		const struct udphdr *uh;
+
+		uh = skb_header_pointer(skb, outer.esp_off, sizeof(_uh), &_uh);
+		if (!uh || (uh->dest != port && uh->source != port))
+			return NF_ACCEPT;
+		/* RFC 3948: a zero SPI here is IKE's non-ESP marker. */
+		outer.esp_off += sizeof(*uh);
+	} else if (proto != IPPROTO_ESP) {
+		return NF_ACCEPT;
+	}
+
+	les_pep_esp(pn, skb, &outer);
+	return NF_ACCEPT;
+}
+
+static unsigned int les_pep_nr_ops(void)
+{
+	return les_slot_has_ipv6() ? 2 : 1;
+}
+
+int les_pep_set_hook(struct les_pep_net *pn, bool on)
+{
+	int err = 0;
+
+	mutex_lock(&pn->cfg_lock);
+	if (on && !pn->hook_on)
+		err = nf_register_net_hooks(pn->net, pn->ops, les_pep_nr_ops());
+	else if (!on && pn->hook_on)
+		nf_unregister_net_hooks(pn->net, pn->ops, les_pep_nr_ops());
+	if (!err)
+		pn->hook_on = on;
+	mutex_unlock(&pn->cfg_lock);
+	return err;
+}
+
+static int __net_init les_pep_net_init(struct net *net)
+{
+	struct les_pep_net *pn = les_pep_net(net);
+	int err, i;
+
+	pn->net = net;
+	mutex_init(&pn->cfg_lock);
+	pn->hook_on = false;
+	pn->pep_mark = LES_PEP_MARK_DEFAULT;
+	pn->encap_port = LES_PEP_ENCAP_PORT_DEFAULT;
+	for (i = 0; i < 2; i++) {
+		pn->ops[i].hook = les_pep_hook;
+		pn->ops[i].priv = pn;
+		pn->ops[i].pf = i ? NFPROTO_IPV6 : NFPROTO_IPV4;
+		pn->ops[i].hooknum = NF_INET_FORWARD;
+		pn->ops[i].priority = LES_PEP_HOOK_PRIORITY;
+	}
+	err = les_flow_table_init(&pn->flows, net);
+	if (err)
+		return err;
+	if (pep_hook) {
+		err = les_pep_set_hook(pn, true);
+		if (err) {
+			les_flow_table_destroy(&pn->flows);
+			return err;
+		}
+	}
+	return 0;
+}
+
+static void __net_exit les_pep_net_exit(struct net *net)
+{
+	struct les_pep_net *pn = les_pep_net(net);
+
+	/* Unregistering waits for packets in the hook: then no flow comes. */
+	les_pep_set_hook(pn, false);
+	les_flow_table_destroy(&pn->flows);
+}
+
+static struct pernet_operations les_pep_net_ops = {
+	.init	= les_pep_net_init,
+	.exit	= les_pep_net_exit,
+	.id	= &les_pep_net_id,
+	.size	= sizeof(struct les_pep_net),
+};
+
+int les_pep_init(void)
+{
+	return register_pernet_subsys(&les_pep_net_ops);
+}
+
+void les_pep_exit(void)
+{
+	unregister_pernet_subsys(&les_pep_net_ops);
+}

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The PEP node: a forwarding-path observer that opens header zones with the
+ * PEP keys of its namespace and keeps a table of the TCP flows it sees.
+ */
+#ifndef LES_PEP_H
+#define LES_PEP_H
+
+#include <linux/list.h>
+#include <linux/mutex.h>
+#include <linux/netfilter.h>
+#include <linux/spinlock.h>
+#include <linux/workqueue.h>
+#include <net/xfrm.h>
+
+#include "les_wire.h"
+#include "les_genl.h"
+
+/* Defaults of the per-namespace settings (lesctl pep set). */
+#define LES_PEP_MARK_DEFAULT		0x4c455350	/* "LESP" */
+#define LES_PEP_MAX_FLOWS_DEFAULT	65536
+#define LES_PEP_MAX_FLOWS_LIMIT		4194304
+#define LES_PEP_IDLE_TIMEOUT_DEFAULT	300		/* seconds */
+#define LES_PEP_IDLE_TIMEOUT_MAX	86400
+#define LES_PEP_ENCAP_PORT_DEFAULT	4500
+
+/* An endpoint of a flow: inner address and port. */
+struct les_flow_end {
+	xfrm_address_t addr;
+	__be16 port;
+};
+
+struct les_flow_key {
+	struct les_flow_end end[2];	/* in canonical (memcmp) order */
+	u8 family;			/* AF_INET, AF_INET6 */
+};
+
+/* What one side of a TCP connection sent, as seen at the PEP. */
+struct les_flow_side {
+	u32 spi;			/* SA of its last packet */
+	u32 isn, seq, next, ack;
+	u16 win, mss;
+	u8 wscale;
+	u8 flags_seen;
+	bool have_isn, have_next, fin;
+	u8 sack_n;
+	u32 sack[2 * LES_SACK_MAX];
+	u64 packets, bytes, retrans;
+	/*
+	 * Round trip PEP -> this side -> PEP: a segment of the other side
+	 * that advanced its sequence space is timed until this side ACKs it
+	 * (Karn: a retransmission of it cancels the sample).
+	 */
+	bool probing;
+	u32 probe_end;
+	ktime_t probe_sent;
+	u32 srtt_us, rtt_min_us, rtt_samples;
+};
+
+struct les_flow {
+	struct hlist_node hnode;
+	struct list_head lru;		/* least recently seen first */
+	struct les_flow_key key;
+	struct les_flow_side side[2];	/* indexed like key.end */
+	u8 initiator;			/* key.end index of the first sender */
+	u8 state;			/* enum les_flow_state */
+	bool handshake;			/* the SYN was seen */
+	unsigned long created, last_seen;	/* jiffies */
+};
+
+struct les_flow_table {
+	spinlock_t lock;		/* everything below */
+	struct hlist_head *buckets;
+	unsigned int bucket_bits;
+	struct list_head lru;
+	unsigned int count;
+	u32 seed;
+	struct delayed_work gc;
+	struct net *net;
+	unsigned int max_flows, idle_timeout;	/* copies of the settings */
+};
+
+/* A TCP segment the hook opened, with the packet's outer facts. */
+struct les_pep_pkt {
+	struct les_tcp_seg tcp;
+	u8 family;			/* inner family: AF_INET or AF_INET6 */
+	xfrm_address_t saddr, daddr;	/* inner addresses */
+	u32 spi;
+	u32 payload;			/* TCP payload bytes (lower bound) */
+};
+
+/* The PEP state of one network namespace. */
+struct les_pep_net {
+	struct net *net;
+	struct mutex cfg_lock;		/* hook (un)registration, settings */
+	bool hook_on;
+	u32 pep_mark;
+	u16 encap_port;
+	struct nf_hook_ops ops[2];
+	struct les_flow_table flows;
+};
+
+/* pep.c */
+int les_pep_init(void);
+void les_pep_exit(void);
+struct les_pep_net *les_pep_net(struct net *net);
+int les_pep_set_hook(struct les_pep_net *pn, bool on);
+
+/* flow.c */
+int les_flow_table_init(struct les_flow_table *t, struct net *net);
+void les_flow_table_destroy(struct les_flow_table *t);
+void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt);
+void les_flow_flush(struct les_flow_table *t);
+void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
+			 unsigned int idle_timeout);
+unsigned int les_flow_count(struct les_flow_table *t);
+/* Fills @msg-sized records from bucket *@bucket, entry *@skip on. */
+int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
+		  unsigned long *bucket, unsigned long *skip,
+		  int (*fill)(struct sk_buff *skb, const struct les_flow *f,
+			      void *arg),
+		  void *arg);
+
+/* genl.c */
+int les_genl_init(void);
+void les_genl_exit(void);
+
+#endif /* LES_PEP_H */

@@ -1,0 +1,461 @@
+# SPDX-License-Identifier: GPL-2.0
+"""The PEP node in a real kernel: m is the PEP between client a and server b.
+
+m holds PEP keys (pep-view SAs with the PEP mark) for both directions of the
+a <-> b tunnel.  Its netfilter hook opens header zones, never payload zones,
+and keeps a flow table that lesctl shows.  What the endpoints capture, opened
+with their own keys, is the reference for every number the PEP reports.
+"""
+import json
+import os
+import time
+
+from lesvm import (OUTER, REPO, Bg, Config, Sa, P, Z, agent, capture_esp,
+                   counters, delta, sh, tunnel_up, xfrm_flush, wait_for)
+
+PEP_MARK = 0x4C455350
+LESCTL = os.path.join(REPO, "tools", "lesctl", "lesctl")
+MARKER = "LES-PLAINTEXT-MARKER-7f3a9c"
+
+
+def lesctl(args, ns="m", check=True):
+    return sh(f"{LESCTL} {args}", ns=ns, check=check)
+
+
+def lesctl_j(args, ns="m"):
+    return json.loads(lesctl(f"-j {args}", ns=ns).stdout)
+
+
+def pep_view(sa):
+    """The PEP's key for the endpoint SA sa: same SPI, addresses, mode and
+    flags, the K2 of sa only."""
+    return Sa(sa.cfg, sa.src, sa.dst, sa.spi, role="pep-view", k2=sa.k2)
+
+
+def pep_keys_up(ab, ba, extra=""):
+    for sa in (ab, ba):
+        sh(pep_view(sa).add_cmd(f"mark {PEP_MARK:#x} {extra}"), ns="m")
+
+
+def pep_keys_flush():
+    sh("ip xfrm state flush", ns="m")
+
+
+# ---- what the endpoints saw -------------------------------------------------------
+
+def tcp_of(cfg, sa, esp):
+    """The TCP segment inside one LES packet, opened with the endpoint keys."""
+    _, inner = Z.open_full(esp, sa.k2, sa.k1, cfg.esn, seq_hi=None)
+    seg = P.parse_ip(inner).payload if cfg.tunnel else inner
+    doff = (seg[12] >> 4) * 4
+    opts, mss, wscale, i = seg[20:doff], None, None, 0
+    while i < len(opts):
+        kind = opts[i]
+        if kind == 0:
+            break
+        if kind == 1:
+            i += 1
+            continue
+        ln = opts[i + 1]
+        if kind == 2 and ln == 4:
+            mss = int.from_bytes(opts[i + 2:i + 4], "big")
+        if kind == 3 and ln == 3:
+            wscale = opts[i + 2]
+        i += max(ln, 2)
+    return {"seq": int.from_bytes(seg[4:8], "big"), "ack": int.from_bytes(seg[8:12], "big"),
+            "flags": seg[13], "win": int.from_bytes(seg[14:16], "big"),
+            "len": len(seg) - doff, "mss": mss, "wscale": wscale, "data": seg[doff:]}
+
+
+def side_expected(segs):
+    """The numbers the PEP must report for a side that sent segs."""
+    syn = [s for s in segs if s["flags"] & 0x02]
+    isn = syn[-1]["seq"] if syn else segs[0]["seq"]
+    nxt = max(((s["seq"] + s["len"] + (s["flags"] & 1) + ((s["flags"] >> 1) & 1) - isn) % 2**32
+               for s in segs))
+    acks = [s for s in segs if s["flags"] & 0x10]
+    exp = {"isn": isn, "seq": segs[-1]["seq"], "next": (isn + nxt) % 2**32,
+           "win": segs[-1]["win"], "packets": len(segs), "bytes": sum(s["len"] for s in segs)}
+    if acks:
+        exp["ack"] = acks[-1]["ack"]
+    if syn and syn[-1]["mss"] is not None:
+        exp["mss"] = syn[-1]["mss"]
+    if syn and syn[-1]["wscale"] is not None:
+        exp["wscale"] = syn[-1]["wscale"]
+    return exp
+
+
+def find_flow(flows, port):
+    for f in flows:
+        if f["responder"]["port"] == port:
+            return f
+    return None
+
+
+# ---- the checks -------------------------------------------------------------------
+
+class Transfer:
+    """a sends nbytes of MARKER text to b over TCP through m, with captures
+    at a (the client's own view), on m's two interfaces, and m's flow table
+    read afterwards."""
+
+    def __init__(self, t, cfg, ab, ba, port, nbytes=96 * 1024, tag="pep"):
+        self.cfg, self.ab, self.ba, self.port = cfg, ab, ba, port
+        out = t.out
+        self.paths = {n: f"{out}/{tag}-{n}.pcap" for n in ("a", "m-a", "m-b")}
+        snif = [Bg("a", "sniff", "a-m", self.paths["a"], 120),
+                Bg("m", "sniff", "m-a", self.paths["m-a"], 120),
+                Bg("m", "sniff", "m-b", self.paths["m-b"], 120)]
+        self.before = counters("m")
+        srv = Bg("b", "tcp-serve", cfg.inner("b"), port, 90)
+        self.sent = agent("a", "tcp-send", cfg.inner("a"), cfg.inner("b"), port, nbytes,
+                          "les", MARKER, timeout=180)
+        self.got = srv.result(timeout=180)
+        time.sleep(0.5)
+        for s in snif:
+            s.stop()
+        self.delta = delta(self.before, counters("m"))
+        self.flows = lesctl_j("flows")
+        self.flow = find_flow(self.flows, port)
+
+    def delivered(self):
+        return self.sent == self.got, {"sent": self.sent, "got": self.got}
+
+    def endpoint_view(self):
+        segs = {self.ab.spi: [], self.ba.spi: []}
+        sas = {self.ab.spi: self.ab, self.ba.spi: self.ba}
+        for _, f in capture_esp(self.paths["a"]):
+            if f.spi in sas:
+                segs[f.spi].append(tcp_of(self.cfg, sas[f.spi], f.esp))
+        return segs[self.ab.spi], segs[self.ba.spi]
+
+    def numbers_match(self):
+        if not self.flow:
+            return False, {"flows": self.flows}
+        a_segs, b_segs = self.endpoint_view()
+        if not a_segs or not b_segs:
+            return False, "the client's capture holds no TCP segments"
+        bad = {}
+        for side, segs in (("initiator", a_segs), ("responder", b_segs)):
+            exp, got = side_expected(segs), self.flow[side]
+            if not self.cfg.tunnel:
+                # Transport mode: padding hides up to 3 bytes of payload
+                # length from the PEP, which reports the lower bound.
+                n, b = exp.pop("next"), exp.pop("bytes")
+                if not (0 <= (n - got.get("next", -1)) % 2**32 <= 3 and
+                        b - 3 * exp["packets"] <= got["bytes"] <= b):
+                    bad[side + " next/bytes"] = (n, b, got.get("next"), got["bytes"])
+            for k, v in exp.items():
+                if got.get(k) != v:
+                    bad[f"{side} {k}"] = {"pep": got.get(k), "endpoint": v}
+        return not bad, bad
+
+    def unchanged_on_the_wire(self):
+        """Every ESP packet leaves m exactly as it came in, but for TTL."""
+        def esps(path, src):
+            out = []
+            for ip, f in capture_esp(path):
+                if str(f.outer.src) == src:
+                    out.append((f.esp, ip[0], len(ip)))
+            return out
+        src = OUTER["a"][self.cfg.ofam]
+        inn, outn = esps(self.paths["m-a"], src), esps(self.paths["m-b"], src)
+        return (len(inn) > 10 and inn == outn,
+                {"in": len(inn), "out": len(outn)})
+
+    def no_plaintext(self):
+        """The marker is in what a sent (K1 shows it), and nowhere on m."""
+        a_segs, _ = self.endpoint_view()
+        seen_with_k1 = any(MARKER.encode() in s["data"] for s in a_segs)
+        where = []
+        for n in ("m-a", "m-b"):
+            if MARKER.encode() in open(self.paths[n], "rb").read():
+                where.append(n)
+        for n, text in (("kernel log", sh("dmesg").stdout),
+                        ("lesctl flows", lesctl("flows").stdout + json.dumps(self.flows)),
+                        ("lesctl pep show", lesctl("pep show").stdout + lesctl("-j pep show").stdout),
+                        ("lesctl stats", lesctl("stats").stdout)):
+            if MARKER in text:
+                where.append(n)
+        return seen_with_k1 and not where, {"seen_with_k1": seen_with_k1, "found on m": where}
+
+
+def forged(t, cfg, ab, seq):
+    """Packets whose header zone a PEP cannot authenticate: it counts them,
+    adds no flow, and forwards them untouched (b then drops them)."""
+    src, dst = cfg.inner("a"), cfg.inner("b")
+    seg = P.tcp_segment(src, dst, 41000, 7300, seq=1, flags=0x02)
+    inner = P.ip_packet(src, dst, 6, seg) if cfg.tunnel else seg
+    good = Z.seal(ab.spi, ab.seq64(seq), cfg.esn, ab.k2, ab.k1, cfg.inner_nexthdr(6),
+                  inner, cfg.tunnel)
+    flipped = bytearray(good)
+    flipped[22] ^= 0x40                       # a header zone byte
+    wrong_k2 = Z.seal(ab.spi, ab.seq64(seq + 1), cfg.esn, bytes(36), ab.k1,
+                      cfg.inner_nexthdr(6), inner, cfg.tunnel)
+    pkts = [P.wrap_esp(cfg.outer("a"), cfg.outer("b"), bytes(e), udp_encap=cfg.encap)
+            for e in (flipped, wrong_k2)]
+    flows_before = lesctl_j("pep show")["flows"]
+    keys_before = {k["spi"]: k["auth_failed"] for k in lesctl_j("pep show")["keys"]}
+    snif = Bg("m", "sniff", "m-b", f"{t.out}/pep-forged.pcap", 30)
+    cm, cb = counters("m"), counters("b")
+    agent("a", "raw-send", cfg.outer("b"), ",".join(p.hex() for p in pkts))
+    time.sleep(0.5)
+    snif.stop()
+    dm, db = delta(cm, counters("m")), delta(cb, counters("b"))
+    keys = {k["spi"]: k["auth_failed"] for k in lesctl_j("pep show")["keys"]}
+    out = [f.esp for _, f in capture_esp(f"{t.out}/pep-forged.pcap", ab.spi)]
+    fwd = [bytes(flipped), wrong_k2]
+    ok = (dm.get("LesPepAuthFailed") == 2 and "LesPepOpened" not in dm and
+          keys.get(ab.spi, 0) - keys_before.get(ab.spi, 0) == 2 and
+          lesctl_j("pep show")["flows"] == flows_before and
+          out == fwd and db.get("LesInAuthFailed") == 2)
+    return ok, {"m": dm, "b": db, "forwarded": len(out), "keys": keys}
+
+
+def malformed_passes(t, cfg, ab, seq):
+    """A packet with an impossible header-zone length is counted as
+    malformed and forwarded."""
+    src, dst = cfg.inner("a"), cfg.inner("b")
+    inner = P.ip_packet(src, dst, 6, P.tcp_segment(src, dst, 41001, 7300, flags=0x02))
+    e = bytearray(Z.seal(ab.spi, ab.seq64(seq), cfg.esn, ab.k2, ab.k1, 4, inner, True))
+    e[16:18] = (4000).to_bytes(2, "big")
+    cm, cb = counters("m"), counters("b")
+    agent("a", "raw-send", cfg.outer("b"), P.wrap_esp(cfg.outer("a"), cfg.outer("b"), bytes(e)).hex())
+    time.sleep(0.3)
+    dm, db = delta(cm, counters("m")), delta(cb, counters("b"))
+    return dm.get("LesPepMalformed") == 1 and db.get("LesInMalformed") == 1, {"m": dm, "b": db}
+
+
+# ---- the flow table's bounds --------------------------------------------------------
+
+def handshake_pkts(cfg, ab, ba, seqs, sport, dport=7400, fake=True):
+    """SYN, SYN-ACK, ACK of one connection, sealed as the endpoints would.
+    Inner addresses no policy at a or b accepts: the endpoints drop them
+    after decryption, so they answer nothing."""
+    a_in = "10.10.1.77" if cfg.ifam == 4 else "fd10:1::77"
+    b_in = "10.10.2.77" if cfg.ifam == 4 else "fd10:2::77"
+
+    def pkt(sa, src, dst, sp, dp, seq, ack, flags):
+        inner = P.tcp_packet(src, dst, sp, dp, seq=seq, ack=ack, flags=flags)
+        esp = Z.seal(sa.spi, sa.seq64(next(seqs[sa.spi])), cfg.esn, sa.k2, sa.k1,
+                     cfg.inner_nexthdr(6), inner, True)
+        return P.wrap_esp(cfg.outer(sa.src), cfg.outer(sa.dst), esp)
+    return (pkt(ab, a_in, b_in, sport, dport, 1000, 0, 0x02),
+            pkt(ba, b_in, a_in, dport, sport, 5000, 1001, 0x12),
+            pkt(ab, a_in, b_in, sport, dport, 1001, 5001, 0x10))
+
+
+def send_from(ns, dst, pkts, chunk=200):
+    for i in range(0, len(pkts), chunk):
+        agent(ns, "raw-send", dst, ",".join(p.hex() for p in pkts[i:i + chunk]))
+
+
+def flow_limits(T, t):
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, 0x6100)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    seqs = {ab.spi: iter(range(1, 100000)), ba.spi: iter(range(1, 100000))}
+    lesctl("pep set max-flows 20 idle-timeout 300")
+    lesctl("flows flush")
+    a, b = OUTER["a"][4], OUTER["b"][4]
+
+    # One established connection, then a flood of 300 new ones.
+    syn, synack, ack = handshake_pkts(cfg, ab, ba, seqs, 30000)
+    send_from("a", b, [syn])
+    send_from("b", a, [synack])
+    send_from("a", b, [ack])
+    est = [f for f in lesctl_j("flows") if f["initiator"]["port"] == 30000]
+    T.ok(len(est) == 1 and est[0]["state"] == "established" and est[0]["handshake"],
+         "a handshake the PEP saw makes an established flow", lesctl_j("flows"))
+    before = counters("m")
+    flood = [handshake_pkts(cfg, ab, ba, seqs, 31000 + i)[0] for i in range(300)]
+    send_from("a", b, flood)
+    time.sleep(0.3)
+    d = delta(before, counters("m"))
+    flows = lesctl_j("flows")
+    T.ok(len(flows) <= 20 and lesctl_j("pep show")["flows"] == len(flows),
+         "300 new flows against max-flows 20: the table holds at most 20",
+         {"flows": len(flows), "delta": d})
+    T.ok(d.get("LesPepFlowsEvicted", 0) >= 280 and d.get("LesPepOpened") == 300,
+         "half-open flows made room for new ones, each counted", d)
+    T.ok(any(f["initiator"]["port"] == 30000 for f in flows),
+         "the established flow survived the flood", [f["initiator"]["port"] for f in flows])
+
+    # Fill the table with established flows: then a new one is refused.
+    for i in range(19):
+        syn, synack, ack = handshake_pkts(cfg, ab, ba, seqs, 32000 + i)
+        send_from("a", b, [syn])
+        send_from("b", a, [synack])
+        send_from("a", b, [ack])
+    before = counters("m")
+    send_from("a", b, [handshake_pkts(cfg, ab, ba, seqs, 33000)[0]])
+    d = delta(before, counters("m"))
+    flows = lesctl_j("flows")
+    T.ok(len(flows) == 20 and all(f["state"] == "established" for f in flows) and
+         d.get("LesPepTableFull") == 1 and not any(f["initiator"]["port"] == 33000 for f in flows),
+         "a table full of established flows refuses a new one and counts it",
+         {"flows": len(flows), "delta": d})
+
+    # Lowering the limit trims the table; an idle timeout empties it.
+    lesctl("pep set max-flows 5")
+    T.ok(wait_for(lambda: len(lesctl_j("flows")) == 5, 5),
+         "lowering max-flows trims the table to the new limit", len(lesctl_j("flows")))
+    before = counters("m")
+    lesctl("pep set idle-timeout 1")
+    T.ok(wait_for(lambda: not lesctl_j("flows"), 6),
+         "flows idle past idle-timeout are dropped", lesctl_j("flows"))
+    T.ok(delta(before, counters("m")).get("LesPepFlowsExpired") == 5,
+         "expired flows are counted", delta(before, counters("m")))
+    lesctl("pep set max-flows 65536 idle-timeout 300")
+    pep_keys_flush()
+    xfrm_flush()
+
+
+# ---- keys: listed, expiring, deleted -----------------------------------------------
+
+def keys_lifecycle(T, t):
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, 0x6200)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    short = pep_view(Sa(cfg, "a", "b", 0x6280, k2=ab.k2))
+    sh(short.add_cmd(f"mark {PEP_MARK:#x} limit time-hard 3"), ns="m")
+    unmarked = pep_view(Sa(cfg, "b", "a", 0x6290))
+    sh(unmarked.add_cmd("mark 0x1234"), ns="m")
+    show = lesctl_j("pep show")
+    spis = {k["spi"]: k for k in show["keys"]}
+    T.ok(set(spis) == {ab.spi, ba.spi, 0x6280, 0x6290} and show["mark"] == PEP_MARK,
+         "lesctl pep show lists the pep-view states", show)
+    T.ok(spis.get(0x6290, {}).get("active") is False and spis.get(ab.spi, {}).get("active") is True,
+         "a key whose mark is not the PEP mark is shown as unused", spis.get(0x6290))
+    T.ok(0 < spis.get(0x6280, {}).get("expires", 0) <= 3,
+         "a key's remaining lifetime is shown", spis.get(0x6280))
+    text = lesctl("pep show").stdout
+    T.ok(f"spi 0x{ab.spi:08x}" in text and "expires" in text and "unused" in text,
+         "the human output names SPI, lifetime and unused keys", text)
+    T.ok(wait_for(lambda: 0x6280 not in {k["spi"] for k in lesctl_j("pep show")["keys"]}, 8),
+         "a key is gone when its lifetime ends", lesctl("pep show").stdout)
+    sh(f"ip xfrm state delete src {cfg.outer('b')} dst {cfg.outer('a')} proto esp spi 0x6290 mark 0x1234",
+       ns="m")
+    T.ok({k["spi"] for k in lesctl_j("pep show")["keys"]} == {ab.spi, ba.spi},
+         "a deleted key is gone", lesctl("pep show").stdout)
+    pep_keys_flush()
+    xfrm_flush()
+
+
+def lesctl_errors(T, t):
+    for args, rc, msg in (("pep set max-flows 5000000", 1, "max-flows is at most"),
+                          ("pep set idle-timeout 0", 1, "idle-timeout is 1 to 86400"),
+                          ("pep set encap-port 0", 1, "encap-port cannot be 0"),
+                          ("pep set hook maybe", 2, "on or off"),
+                          ("flows bogus", 2, "Usage")):
+        p = lesctl(args, check=False)
+        T.ok(p.returncode == rc and msg in p.stderr,
+             f"lesctl {args}: exit {rc} with a clear message", (p.returncode, p.stderr))
+    p = sh(f"unshare --user {LESCTL} pep set hook off", ns="m", check=False)
+    T.ok(p.returncode == 1 and "CAP_NET_ADMIN" in p.stderr,
+         "changing settings needs CAP_NET_ADMIN", (p.returncode, p.stderr))
+
+
+# ---- unload with packets in the hook ---------------------------------------------------
+
+def unload_under_traffic(T, t, ko):
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, 0x6300)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    seqs = {ab.spi: iter(range(1, 10 ** 6)), ba.spi: iter(range(1, 10 ** 6))}
+    pkts = [handshake_pkts(cfg, ab, ba, seqs, 20000 + i)[0] for i in range(200)]
+    path = f"{t.out}/pep-flood.hex"
+    with open(path, "w") as f:
+        f.write("\n".join(p.hex() for p in pkts))
+    xfrm_flush()                      # the endpoints no longer need les.ko
+    flood = Bg("a", "raw-flood", cfg.outer("b"), path, 60)
+    T.ok(wait_for(lambda: counters("m").get("LesPepOpened", 0) > 0, 10),
+         "the hook is opening header zones of the flood", counters("m"))
+    pep_keys_flush()
+    ok = wait_for(lambda: sh("rmmod les", check=False).returncode == 0, 15, 0.5)
+    res = flood.stop()
+    T.ok(ok and not os.path.exists("/sys/module/les"),
+         "les.ko unloads while packets flow through the hook", res)
+    sh(f"insmod {ko}")
+
+
+# ---- the step ----------------------------------------------------------------------------
+
+def run(T, out, ko):
+    class Ctx:
+        pass
+    t = Ctx()
+    t.out = out
+    lesctl("pep set hook on max-flows 65536 idle-timeout 300")
+    for i, cfg in enumerate((Config("tunnel", 4, 4), Config("tunnel", 6, 6, encap=True),
+                             Config("transport", 4, esn=True))):
+        T.prefix = f"pep {cfg}: "
+        holds = []
+        try:
+            ab, ba = tunnel_up(cfg, 0x7000 + 0x10 * i)
+            if cfg.encap:
+                for ns in "ab":
+                    holds.append(Bg(ns, "udp-encap-hold", "::", 4500, 600))
+            pep_keys_flush()
+            pep_keys_up(ab, ba)
+            lesctl("flows flush")
+            tr = Transfer(t, cfg, ab, ba, 7200 + i)
+            T.run("a TCP transfer through the PEP arrives intact", tr.delivered)
+            T.ok(tr.delta.get("LesPepOpened", 0) > 20 and "LesPepAuthFailed" not in tr.delta,
+                 "the PEP opened the header zones of the transfer", tr.delta)
+            T.run("the flow's seq/ack/next/window/MSS/wscale/packets/bytes are the endpoints' own",
+                  tr.numbers_match)
+            f = tr.flow or {}
+            T.ok(f.get("handshake") and f.get("state") == "closed",
+                 "the flow saw the handshake and both FINs", f)
+            T.ok(all(f.get(s, {}).get("rtt_samples", 0) > 0 and
+                     0 < f[s]["rtt_min_us"] <= f[s]["rtt_us"] < 5_000_000
+                     for s in ("initiator", "responder")),
+                 "RTT is measured on both sides of the PEP",
+                 {s: {k: v for k, v in f.get(s, {}).items() if k.startswith("rtt")}
+                  for s in ("initiator", "responder")})
+            T.run("forwarded packets are not modified (ESP bytes in = out)", tr.unchanged_on_the_wire)
+            T.run("the payload's plaintext appears nowhere on the PEP", tr.no_plaintext)
+            T.run("forged header zones are counted and forwarded untouched",
+                  forged, t, cfg, ab, 50000)
+            if i == 0:
+                T.run("an impossible header-zone length is counted and forwarded",
+                      malformed_passes, t, cfg, ab, 50010)
+                # The same traffic with the hook off, then without keys.
+                lesctl("pep set hook off")
+                tr = Transfer(t, cfg, ab, ba, 7250, nbytes=32 * 1024, tag="pep-off")
+                T.ok(tr.delivered()[0] and "LesPepOpened" not in tr.delta and
+                     "LesPepNoKey" not in tr.delta,
+                     "with the hook off the PEP does nothing", tr.delta)
+                lesctl("pep set hook on")
+                pep_keys_flush()
+                tr = Transfer(t, cfg, ab, ba, 7251, nbytes=32 * 1024, tag="pep-nokey")
+                T.ok(tr.delivered()[0] and tr.delta.get("LesPepNoKey", 0) > 10 and
+                     "LesPepOpened" not in tr.delta and tr.flow is None,
+                     "without keys the PEP only counts the lookups", tr.delta)
+                T.run("without keys LES is forwarded unchanged", tr.unchanged_on_the_wire)
+        except Exception as e:  # noqa: BLE001
+            T.ok(False, "set-up", e)
+        finally:
+            for h in holds:
+                h.stop()
+            T.prefix = ""
+    pep_keys_flush()
+    xfrm_flush()
+    for name, fn in (("keys", keys_lifecycle), ("flow table", flow_limits),
+                     ("lesctl", lesctl_errors)):
+        T.prefix = f"pep {name}: "
+        try:
+            fn(T, t)
+        except Exception as e:  # noqa: BLE001
+            T.ok(False, "set-up", e)
+        T.prefix = ""
+    T.prefix = "pep unload: "
+    try:
+        unload_under_traffic(T, t, ko)
+    except Exception as e:  # noqa: BLE001
+        T.ok(False, "set-up", e)
+    T.prefix = ""
