@@ -9,7 +9,8 @@
  * expires them with their lifetime, and normal input, whose packets carry
  * no such mark, never matches them.  The hook never changes a packet
  * (BRIEF D3): it copies the header zone out, opens the copy, and accepts
- * the packet whatever it found, a forged header zone included.
+ * the packet whatever it found, a forged header zone included.  The
+ * opening may complete asynchronously: by then the packet has left.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -19,6 +20,7 @@
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/udp.h>
+#include <linux/wait_bit.h>
 #include <crypto/aead.h>
 #include <net/ip.h>
 #include <net/ipv6.h>
@@ -26,6 +28,7 @@
 
 #include "les.h"
 #include "pep.h"
+#include "compat.h"
 
 /*
  * After the filter and security tables: the hook sees what is really
@@ -52,97 +55,41 @@ struct les_pep_outer {
 };
 
 /*
- * Open the header zone of @skb with the pep-view SA @sa into @pkt.
- * Returns 0, or the counter that says why not.
+ * One header zone being opened.  Everything the result needs is copied out
+ * of the skb first, so the packet goes on its way at once and the opening
+ * may complete later (an async AEAD), when the skb is long gone.
  */
-static int les_pep_open(struct xfrm_state *x, struct les_sa *sa,
-			const struct sk_buff *skb,
-			const struct les_pep_outer *outer,
-			struct les_pep_pkt *pkt)
-{
-	bool esn = x->props.flags & XFRM_STATE_ESN;
-	unsigned int prefix_len = esn ? 12 : 8;
-	unsigned int esp_len = skb->len - outer->esp_off;
-	unsigned int hz_len, hz_end, pz_len, zone_len, len;
+struct les_pep_op {
+	struct les_pep_net *pn;
+	struct xfrm_state *x;		/* held until the op ends */
+	struct les_pep_outer outer;
+	unsigned int esp_len, skb_len, hz_len, prefix_len;
+	struct scatterlist sg;
+	u8 nonce[LES_NONCE_LEN];
+	u8 *buf;			/* AAD prefix | IV | L | header zone | ICV2 */
 	struct aead_request *req;
-	struct scatterlist *sg;
-	const u8 *hz;
-	u8 *mem, *buf, *nonce, l[LES_HZLEN_LEN];
-	int verdict, err;
+};
 
-	if (esp_len < LES_HZ_OFF ||
-	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN + LES_IV_LEN,
-			  l, sizeof(l)))
-		return LES_STAT_PEP_MALFORMED;
-	hz_len = les_get_be16(l);
-	if (hz_len < LES_HZ_DESC_LEN || hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
-		return LES_STAT_PEP_MALFORMED;
-	hz_end = LES_HZ_OFF + hz_len + LES_ICV_LEN;
-	/* A header-only packet is some PEP's own, under a key not ours. */
-	if (esp_len == hz_end)
-		return LES_STAT_PEP_SKIPPED;
-	if (esp_len < hz_end + 2 + LES_ICV_LEN)
-		return LES_STAT_PEP_MALFORMED;
+/* What the opened header zone says, into @pkt; 0 or the counter of why not. */
+static int les_pep_parse(const struct les_pep_op *op, struct les_pep_pkt *pkt)
+{
+	const u8 *hz = op->buf + op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN;
+	bool tunnel = op->x->props.mode == XFRM_MODE_TUNNEL;
+	unsigned int pz_len;
 
-	/* buf: AAD prefix | IV | L | header zone | ICV2, opened in place. */
-	zone_len = LES_IV_LEN + LES_HZLEN_LEN + hz_len + LES_ICV_LEN;
-	len = sizeof(*sg) + LES_NONCE_LEN + prefix_len + zone_len;
-	len = ALIGN(len, crypto_tfm_ctx_alignment());
-	len += sizeof(*req) + crypto_aead_reqsize(sa->hz_aead);
-	mem = kmalloc(len, GFP_ATOMIC);
-	if (!mem)
-		return LES_STAT_PEP_ERRORS;
-	sg = (void *)mem;
-	nonce = (u8 *)(sg + 1);
-	buf = nonce + LES_NONCE_LEN;
-	req = (void *)PTR_ALIGN(buf + prefix_len + zone_len,
-				crypto_tfm_ctx_alignment());
-
-	verdict = LES_STAT_PEP_MALFORMED;
-	if (skb_copy_bits(skb, outer->esp_off, buf, LES_ESP_HDR_LEN) ||
-	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN,
-			  buf + prefix_len, zone_len))
-		goto out;
-	/* The IV is the full sequence number; its low half is the ESP one. */
-	if (memcmp(buf + prefix_len + 4, buf + 4, 4))
-		goto out;
-	if (esn) {
-		/* SPI | SeqHi | SeqLo: a PEP has no replay state, the IV has SeqHi. */
-		memcpy(buf + 8, buf + 4, 4);
-		memcpy(buf + 4, buf + prefix_len, 4);
-	}
-	memcpy(nonce, sa->hz_salt, LES_SALT_LEN);
-	memcpy(nonce + LES_SALT_LEN, buf + prefix_len, LES_IV_LEN);
-
-	sg_init_one(sg, buf, prefix_len + zone_len);
-	aead_request_set_tfm(req, sa->hz_aead);
-	aead_request_set_callback(req, 0, NULL, NULL);
-	aead_request_set_crypt(req, sg, sg, hz_len + LES_ICV_LEN, nonce);
-	aead_request_set_ad(req, prefix_len + LES_IV_LEN + LES_HZLEN_LEN);
-	/* pep-view SAs get a synchronous AEAD (sa.c): no -EINPROGRESS here. */
-	err = crypto_aead_decrypt(req);
-	if (err) {
-		verdict = err == -EBADMSG ? LES_STAT_PEP_AUTH_FAILED :
-					    LES_STAT_PEP_ERRORS;
-		goto out;
-	}
-
-	hz = buf + prefix_len + LES_IV_LEN + LES_HZLEN_LEN;
 	/* Under K2 only endpoints seal; they never set HEADER_ONLY. */
 	if (hz[1])
-		goto out;
-	switch (les_hz_tcp(hz[0], hz + LES_HZ_DESC_LEN, hz_len - LES_HZ_DESC_LEN,
-			   x->props.mode == XFRM_MODE_TUNNEL, &pkt->tcp)) {
+		return LES_STAT_PEP_MALFORMED;
+	switch (les_hz_tcp(hz[0], hz + LES_HZ_DESC_LEN,
+			   op->hz_len - LES_HZ_DESC_LEN, tunnel, &pkt->tcp)) {
 	case LES_HZ_TCP:
 		break;
 	case LES_HZ_NOT_TCP:
-		verdict = LES_STAT_PEP_NOT_TCP;
-		goto out;
+		return LES_STAT_PEP_NOT_TCP;
 	case LES_HZ_FRAGMENT:
-		verdict = LES_STAT_PEP_SKIPPED;
-		goto out;
+		return LES_STAT_PEP_SKIPPED;
 	default:
-		goto out;
+		return LES_STAT_PEP_MALFORMED;
 	}
 
 	if (pkt->tcp.family) {
@@ -160,24 +107,144 @@ static int les_pep_open(struct xfrm_state *x, struct les_sa *sa,
 		 * payload length is hidden by up to 3 bytes of padding in the
 		 * payload zone; take the lower bound.
 		 */
-		pkt->family = outer->family;
-		pkt->saddr = outer->saddr;
-		pkt->daddr = outer->daddr;
-		pz_len = esp_len - hz_end - LES_ICV_LEN - 2;
+		pkt->family = op->outer.family;
+		pkt->saddr = op->outer.saddr;
+		pkt->daddr = op->outer.daddr;
+		pz_len = op->esp_len - (LES_HZ_OFF + op->hz_len + LES_ICV_LEN) -
+			 LES_ICV_LEN - 2;
 		pkt->payload = pz_len > LES_ALIGN - 1 ? pz_len - (LES_ALIGN - 1) : 0;
 	}
-	pkt->spi = ntohl(x->id.spi);
-	verdict = 0;
-out:
-	kfree_sensitive(mem);
-	return verdict;
+	pkt->spi = ntohl(op->x->id.spi);
+	return 0;
+}
+
+/* The end of every op, in the hook or in an AEAD completion. */
+static void les_pep_finish(struct les_pep_op *op, int err)
+{
+	struct les_pep_net *pn = op->pn;
+	struct xfrm_state *x = op->x;
+	struct les_pep_pkt pkt;
+	int why;
+
+	if (err)
+		why = err == -EBADMSG ? LES_STAT_PEP_AUTH_FAILED : LES_STAT_PEP_ERRORS;
+	else
+		why = les_pep_parse(op, &pkt);
+
+	spin_lock_bh(&x->lock);
+	if (!why) {
+		/* ip -s xfrm state shows what the PEP key opened; lifetimes count it. */
+		x->curlft.bytes += op->skb_len;
+		x->curlft.packets++;
+		xfrm_state_check_expire(x);
+	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
+		x->stats.integrity_failed++;
+	}
+	spin_unlock_bh(&x->lock);
+
+	if (why) {
+		les_stat_inc(pn->net, why);
+	} else {
+		les_stat_inc(pn->net, LES_STAT_PEP_OPENED);
+		les_flow_seen(&pn->flows, &pkt);
+	}
+	xfrm_state_put(x);
+	kfree_sensitive(op);
+	/* Last: namespace exit waits for this count to reach zero. */
+	if (atomic_dec_and_test(&pn->ops_in_flight))
+		wake_up_var(&pn->ops_in_flight);
+}
+
+static LES_CRYPTO_DONE(les_pep_done)
+{
+	struct les_pep_op *op = LES_CRYPTO_DATA();
+
+	if (err == -EINPROGRESS)
+		return;
+	les_pep_finish(op, err);
+}
+
+/*
+ * Copy the header zone of @skb out for the pep-view SA @x and start opening
+ * it.  Returns 0 (the op owns @x's reference now), or the counter that says
+ * why the packet cannot be read.
+ */
+static int les_pep_start(struct les_pep_net *pn, struct xfrm_state *x,
+			 struct les_sa *sa, const struct sk_buff *skb,
+			 const struct les_pep_outer *outer)
+{
+	unsigned int prefix_len = x->props.flags & XFRM_STATE_ESN ? 12 : 8;
+	unsigned int esp_len = skb->len - outer->esp_off;
+	unsigned int hz_len, hz_end, zone_len, len;
+	struct les_pep_op *op;
+	u8 l[LES_HZLEN_LEN];
+	int err;
+
+	if (esp_len < LES_HZ_OFF ||
+	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN + LES_IV_LEN,
+			  l, sizeof(l)))
+		return LES_STAT_PEP_MALFORMED;
+	hz_len = les_get_be16(l);
+	if (hz_len < LES_HZ_DESC_LEN || hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
+		return LES_STAT_PEP_MALFORMED;
+	hz_end = LES_HZ_OFF + hz_len + LES_ICV_LEN;
+	/* A header-only packet is some PEP's own, under a key not ours. */
+	if (esp_len == hz_end)
+		return LES_STAT_PEP_SKIPPED;
+	if (esp_len < hz_end + 2 + LES_ICV_LEN)
+		return LES_STAT_PEP_MALFORMED;
+
+	zone_len = LES_IV_LEN + LES_HZLEN_LEN + hz_len + LES_ICV_LEN;
+	len = ALIGN(sizeof(*op) + prefix_len + zone_len, crypto_tfm_ctx_alignment());
+	len += sizeof(*op->req) + crypto_aead_reqsize(sa->hz_aead);
+	op = kmalloc(len, GFP_ATOMIC);
+	if (!op)
+		return LES_STAT_PEP_ERRORS;
+	op->pn = pn;
+	op->x = x;
+	op->outer = *outer;
+	op->esp_len = esp_len;
+	op->skb_len = skb->len;
+	op->hz_len = hz_len;
+	op->prefix_len = prefix_len;
+	op->buf = (u8 *)(op + 1);
+	op->req = (void *)PTR_ALIGN(op->buf + prefix_len + zone_len,
+				    crypto_tfm_ctx_alignment());
+
+	if (skb_copy_bits(skb, outer->esp_off, op->buf, LES_ESP_HDR_LEN) ||
+	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN,
+			  op->buf + prefix_len, zone_len) ||
+	    /* The IV is the full sequence number; its low half is the ESP one. */
+	    memcmp(op->buf + prefix_len + 4, op->buf + 4, 4)) {
+		kfree(op);
+		return LES_STAT_PEP_MALFORMED;
+	}
+	if (prefix_len == 12) {
+		/* SPI | SeqHi | SeqLo: a PEP has no replay state, the IV has SeqHi. */
+		memcpy(op->buf + 8, op->buf + 4, 4);
+		memcpy(op->buf + 4, op->buf + prefix_len, 4);
+	}
+	memcpy(op->nonce, sa->hz_salt, LES_SALT_LEN);
+	memcpy(op->nonce + LES_SALT_LEN, op->buf + prefix_len, LES_IV_LEN);
+
+	sg_init_one(&op->sg, op->buf, prefix_len + zone_len);
+	aead_request_set_tfm(op->req, sa->hz_aead);
+	aead_request_set_callback(op->req, 0, les_pep_done, op);
+	aead_request_set_crypt(op->req, &op->sg, &op->sg, hz_len + LES_ICV_LEN,
+			       op->nonce);
+	aead_request_set_ad(op->req, prefix_len + LES_IV_LEN + LES_HZLEN_LEN);
+
+	atomic_inc(&pn->ops_in_flight);
+	err = crypto_aead_decrypt(op->req);
+	if (err != -EINPROGRESS && err != -EBUSY)
+		les_pep_finish(op, err);
+	return 0;
 }
 
 static void les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 			const struct les_pep_outer *outer)
 {
 	struct net *net = pn->net;
-	struct les_pep_pkt pkt;
 	struct xfrm_state *x;
 	struct les_sa *sa;
 	__be32 spi;
@@ -196,29 +263,14 @@ static void les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	if (!sa || sa->role != LES_ROLE_PEP_VIEW ||
 	    READ_ONCE(x->km.state) != XFRM_STATE_VALID) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
-		goto put;
+		xfrm_state_put(x);
+		return;
 	}
-
-	why = les_pep_open(x, sa, skb, outer, &pkt);
-	spin_lock(&x->lock);
-	if (!why) {
-		/* ip -s xfrm state shows what the PEP key opened; lifetimes count it. */
-		x->curlft.bytes += skb->len;
-		x->curlft.packets++;
-		xfrm_state_check_expire(x);
-	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
-		x->stats.integrity_failed++;
-	}
-	spin_unlock(&x->lock);
-
+	why = les_pep_start(pn, x, sa, skb, outer);
 	if (why) {
 		les_stat_inc(net, why);
-		goto put;
+		xfrm_state_put(x);
 	}
-	les_stat_inc(net, LES_STAT_PEP_OPENED);
-	les_flow_seen(&pn->flows, &pkt);
-put:
-	xfrm_state_put(x);
 }
 
 static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
@@ -302,6 +354,7 @@ static int __net_init les_pep_net_init(struct net *net)
 	pn->net = net;
 	mutex_init(&pn->cfg_lock);
 	pn->hook_on = false;
+	atomic_set(&pn->ops_in_flight, 0);
 	pn->pep_mark = LES_PEP_MARK_DEFAULT;
 	pn->encap_port = LES_PEP_ENCAP_PORT_DEFAULT;
 	for (i = 0; i < 2; i++) {
@@ -328,8 +381,12 @@ static void __net_exit les_pep_net_exit(struct net *net)
 {
 	struct les_pep_net *pn = les_pep_net(net);
 
-	/* Unregistering waits for packets in the hook: then no flow comes. */
+	/*
+	 * Unregistering waits for packets in the hook; then only openings
+	 * an async AEAD still holds can add flows.  Wait for them too.
+	 */
 	les_pep_set_hook(pn, false);
+	wait_var_event(&pn->ops_in_flight, !atomic_read(&pn->ops_in_flight));
 	les_flow_table_destroy(&pn->flows);
 }
 

@@ -97,6 +97,7 @@ struct les_pep_net {
 	u32 pep_mark;
 	u16 encap_port;
 	struct nf_hook_ops ops[2];
+	atomic_t ops_in_flight;		/* header zones being opened */
 	struct les_flow_table flows;
 };
 

@@ -58,24 +58,21 @@ struct les_sa *les_sa_get(const struct xfrm_state *x)
 }
 
 static struct crypto_aead *les_zone_aead(const u8 *key, unsigned int key_len,
-					 bool sync, struct netlink_ext_ack *extack)
+					 struct netlink_ext_ack *extack)
 {
-	const char *name = sync ? "gcm(aes)" : zone_aead;
 	struct crypto_aead *aead;
 	int err;
 
 	/*
 	 * Plain gcm(aes), not rfc4106: the zones' AAD is longer than the 8 or
 	 * 12 bytes rfc4106 accepts.  The nonce is built as RFC 4106 does.
-	 * A PEP opens header zones inside a netfilter hook, which cannot wait
-	 * for a completion: its pep-view SAs get a synchronous implementation.
 	 */
-	aead = crypto_alloc_aead(name, 0, sync ? CRYPTO_ALG_ASYNC : 0);
+	aead = crypto_alloc_aead(zone_aead, 0, 0);
 	if (IS_ERR(aead)) {
 		les_set_err(extack, "LES: the kernel has no such zone AEAD (gcm(aes))");
 		return aead;
 	}
-	if (crypto_aead_ivsize(aead) != LES_NONCE_LEN || !strstr(name, "gcm")) {
+	if (crypto_aead_ivsize(aead) != LES_NONCE_LEN || !strstr(zone_aead, "gcm")) {
 		crypto_free_aead(aead);
 		les_set_err(extack, "LES: the zone AEAD must be GCM with a 12-byte nonce");
 		return ERR_PTR(-EINVAL);
@@ -190,11 +187,10 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 			les_set_err(extack, "LES: PEP-origin key derivation failed");
 			goto fail;
 		}
-		sa->hz_aead = les_zone_aead(po_key, blob.k2.key_len, false, extack);
+		sa->hz_aead = les_zone_aead(po_key, blob.k2.key_len, extack);
 		memcpy(sa->hz_salt, po_key + blob.k2.key_len, LES_SALT_LEN);
 	} else {
-		sa->hz_aead = les_zone_aead(blob.k2.key, blob.k2.key_len,
-					    blob.role == LES_ROLE_PEP_VIEW, extack);
+		sa->hz_aead = les_zone_aead(blob.k2.key, blob.k2.key_len, extack);
 		memcpy(sa->hz_salt, blob.k2.salt, LES_SALT_LEN);
 	}
 	if (IS_ERR(sa->hz_aead)) {
@@ -203,7 +199,7 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 		goto fail;
 	}
 	if (blob.role == LES_ROLE_ENDPOINT) {
-		sa->pz_aead = les_zone_aead(blob.k1.key, blob.k1.key_len, false, extack);
+		sa->pz_aead = les_zone_aead(blob.k1.key, blob.k1.key_len, extack);
 		if (IS_ERR(sa->pz_aead)) {
 			err = PTR_ERR(sa->pz_aead);
 			sa->pz_aead = NULL;

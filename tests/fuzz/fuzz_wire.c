@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for the pure protocol code the kernel runs on untrusted
  * bytes: blob parsing (ip xfrm input), the header-chain walk (every packet
- * sent) and the PEP-origin policy (every header-only packet received).
+ * sent), the PEP-origin policy (every header-only packet received) and the
+ * TCP parser of the PEP hook (every header zone a PEP opens).
  * Built with -fsanitize=fuzzer,address,undefined by tests/fuzz/run.sh.
  */
 #include <stddef.h>
@@ -41,5 +42,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (chain.l4_off >= 0 && (size_t)chain.l4_off >= chain.len)
 		__builtin_trap();
 	(void)les_pep_origin_check(nh, data + 2, size - 2, data[1] & 1);
+
+	/* What a PEP reads from every header zone it opens. */
+	{
+		struct les_tcp_seg seg;
+
+		if (les_hz_tcp(nh, data + 2, size - 2, data[1] & 1, &seg) == LES_HZ_TCP) {
+			if (seg.sack_n > LES_SACK_MAX)
+				__builtin_trap();
+			if (seg.payload_len >= 0 && (size_t)seg.payload_len > 65535 + 40)
+				__builtin_trap();
+			if (seg.wscale != LES_WSCALE_NONE && seg.wscale > 14)
+				__builtin_trap();
+		}
+	}
 	return 0;
 }

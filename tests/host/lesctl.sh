@@ -25,4 +25,16 @@ $L blob create endpoint k2 abcd >/dev/null 2>&1; rc=$?
 check "a short key is a usage error (2)" '[ $rc -eq 2 ]'
 $L blob create pep-view pep-id 3 >/dev/null 2>&1; rc=$?
 check "a pep-id on a pep-view blob is refused" '[ $rc -eq 2 ]'
+# The generic netlink commands: usage errors before any netlink, and a
+# clear error where les.ko is not loaded (this host cannot load modules).
+for args in "pep set hook maybe" "pep set" "pep set max-flows -1" "pep set encap-port 70000" \
+	"pep set frobs 1" "pep" "flows bogus" "stats extra"; do
+	$L $args >/dev/null 2>&1; rc=$?
+	check "lesctl $args is a usage error (2)" '[ $rc -eq 2 ]'
+done
+if [ ! -d /sys/module/les ]; then
+	msg=$($L stats 2>&1); rc=$?
+	check "without les.ko, lesctl stats exits 1 and says why" \
+		'[ $rc -eq 1 ] && echo "$msg" | grep -q "les.ko is not loaded"'
+fi
 exit $fail

@@ -272,3 +272,72 @@ def test_blob_parse_matches_c(lib):
             py = type(e)
         assert C_BLOB_ERR.get(c) is py, (raw.hex(), c, py)
         assert lib.les_blob_is_les(raw, len(raw)) == B.is_les_blob(raw)
+
+
+class LesTcpSeg(ctypes.Structure):
+    """struct les_tcp_seg (kernel/les_wire.h), field for field."""
+    _fields_ = [("family", ctypes.c_uint8), ("saddr", ctypes.c_uint8 * 16),
+                ("daddr", ctypes.c_uint8 * 16), ("sport", ctypes.c_uint16),
+                ("dport", ctypes.c_uint16), ("seq", ctypes.c_uint32),
+                ("ack", ctypes.c_uint32), ("win", ctypes.c_uint16),
+                ("flags", ctypes.c_uint8), ("wscale", ctypes.c_uint8),
+                ("mss", ctypes.c_uint16), ("sack_perm", ctypes.c_bool),
+                ("sack_n", ctypes.c_uint8), ("sack", ctypes.c_uint32 * 8),
+                ("has_ts", ctypes.c_bool), ("tsval", ctypes.c_uint32),
+                ("tsecr", ctypes.c_uint32), ("payload_len", ctypes.c_int)]
+
+
+def c_hz_tcp(lib, nh, hdrs, tunnel):
+    lib.les_hz_tcp.restype = ctypes.c_int
+    lib.les_hz_tcp.argtypes = [ctypes.c_uint8, ctypes.c_char_p, ctypes.c_size_t,
+                               ctypes.c_bool, ctypes.POINTER(LesTcpSeg)]
+    seg = LesTcpSeg()
+    return lib.les_hz_tcp(nh, hdrs, len(hdrs), tunnel, ctypes.byref(seg)), seg
+
+
+@pytest.mark.parametrize("fam", [4, 6])
+def test_hz_tcp_reads_what_the_sender_wrote(lib, fam):
+    """The PEP's parser against header zones the codec builds: ports,
+    numbers, window, MSS, window scale, SACK, timestamps and the payload
+    length from the inner IP header."""
+    rng = random.Random(fam)
+    src, dst = ("10.1.2.3", "10.9.8.7") if fam == 4 else ("fd00::3", "fd00::7")
+    for _ in range(300):
+        sport, dport = rng.randrange(1, 65536), rng.randrange(1, 65536)
+        seq, ack = rng.getrandbits(32), rng.getrandbits(32)
+        win, flags = rng.randrange(65536), rng.randrange(256)
+        mss, ws = rng.randrange(536, 9000), rng.randrange(15)
+        sack = [rng.getrandbits(32) for _ in range(2 * rng.randrange(0, 4))]
+        opts = struct.pack("!BBH", 2, 4, mss) + bytes((1, 3, 3, ws))
+        if sack:
+            opts += bytes((1, 1, 5, 2 + 4 * len(sack))) + struct.pack(f"!{len(sack)}I", *sack)
+        payload = os.urandom(rng.randrange(0, 200))
+        pkt = P.tcp_packet(src, dst, sport, dport, seq, ack, flags, win, opts, payload)
+        nh = 4 if fam == 4 else 41
+        chain = Z.hdr_chain(nh, pkt)
+        hdrs = pkt[:chain.length]
+        v, seg = c_hz_tcp(lib, nh, hdrs, True)
+        assert v == 0
+        assert (seg.sport, seg.dport, seg.seq, seg.ack, seg.win, seg.flags) == \
+            (sport, dport, seq, ack, win, flags)
+        assert (seg.mss, seg.wscale, seg.payload_len) == (mss, ws, len(payload))
+        assert list(seg.sack[:2 * seg.sack_n]) == sack
+        assert seg.family == fam
+        # Transport mode: the TCP header alone, length unknown to a PEP.
+        tcp = hdrs[chain.l4_off:]
+        v, seg = c_hz_tcp(lib, 6, tcp, False)
+        assert v == 0 and seg.seq == seq and seg.payload_len == -1 and seg.family == 0
+
+
+def test_hz_tcp_verdicts(lib):
+    src, dst = "10.1.2.3", "10.9.8.7"
+    udp = P.udp_packet(src, dst, 1, 2, b"x")
+    assert c_hz_tcp(lib, 4, udp[:28], True)[0] == 1            # not TCP
+    tcp = P.tcp_packet(src, dst, 1, 2, payload=b"y" * 10)
+    assert c_hz_tcp(lib, 6, tcp[:40], True)[0] == 3            # tunnel needs an IP header
+    assert c_hz_tcp(lib, 4, tcp[:39], True)[0] == 3            # cut short
+    frag = P.ipv4_packet(src, dst, 6, P.tcp_segment(src, dst, 1, 2), mf=True)
+    assert c_hz_tcp(lib, 4, frag[:40], True)[0] == 2          # an inner fragment
+    bad = bytearray(tcp[:40])
+    bad[2:4] = (30).to_bytes(2, "big")                          # IP length < headers
+    assert c_hz_tcp(lib, 4, bytes(bad), True)[0] == 3
