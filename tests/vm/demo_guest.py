@@ -8,6 +8,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import Bg, Config, Z, capture_esp, sh, topology_down, topology_up, tunnel_up  # noqa: E402
+from pep_tests import lesctl, lesctl_j, pep_keys_up  # noqa: E402
 
 SECRET = b"The launch code is 0000: keep it between the endpoints."
 
@@ -37,6 +38,10 @@ def main():
     # The 4096-packet replay bitmap is 16 lines of zeros: leave it out.
     print("\n".join(ln for ln in state.splitlines()
                     if not set(ln.split()) <= {"00000000"} or not ln.strip()))
+    # m is a PEP gateway: it holds K2 of both directions as PEP keys.
+    pep_keys_up(ab, ba)
+    print("\n== m's PEP keys (pep-view states with the PEP mark): lesctl pep show")
+    print("\n".join("  " + ln for ln in lesctl("pep show").stdout.splitlines()))
     pcap_path = f"{out}/demo.pcap"
     snif = Bg("m", "sniff", "m-b", pcap_path, 60)
     srv = Bg("b", "tcp-serve-echo-text", cfg.inner("b"), 8000, 30)
@@ -63,10 +68,17 @@ def main():
         opened = False
         print(f"\n== The payload zone with a wrong K1: {type(e).__name__}: {e}")
     print(f"   secret text found in anything m can read: {'YES (BUG)' if leaked or opened else 'no'}")
+    print("\n== m's kernel did the same on the forwarding path (les.ko hook): lesctl flows")
+    flows_text = lesctl("flows").stdout
+    print("\n".join("  " + ln for ln in flows_text.splitlines()))
+    flows = lesctl_j("flows")
+    leaked |= SECRET[:16].decode() in flows_text
+    pep_ok = len(flows) == 1 and flows[0]["handshake"] and flows[0]["state"] == "closed"
     print(f"\n== What b (the endpoint, K1 and K2) received: {got['bytes']} bytes:\n  {got['text'][:60]!r}...")
-    ok = not leaked and not opened and got["text"].encode() == SECRET * 20
+    ok = not leaked and not opened and pep_ok and got["text"].encode() == SECRET * 20
     topology_down()
-    print("\n== demo " + ("passed: K2 shows headers, only K1 shows data" if ok else "FAILED"))
+    print("\n== demo " + ("passed: K2 shows headers (to m's kernel too), only K1 shows data"
+                             if ok else "FAILED"))
     return 0 if ok else 1
 
 
