@@ -134,7 +134,7 @@ static void les_flow_rtt_sample(struct les_flow_side *s, u32 us)
 }
 
 static void les_flow_update(struct les_flow *f, unsigned int from,
-			    const struct les_pep_pkt *pkt, ktime_t now)
+			    const struct les_pep_pkt *pkt)
 {
 	struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
 	const struct les_tcp_seg *seg = &pkt->tcp;
@@ -171,7 +171,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		if (end != seg->seq && !o->probing) {
 			o->probing = true;
 			o->probe_end = end;
-			o->probe_sent = now;
+			o->probe_sent = ktime_get();
 		}
 		s->next = end;
 		s->have_next = true;
@@ -186,7 +186,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		s->sack_n = seg->sack_n;
 		memcpy(s->sack, seg->sack, sizeof(s->sack));
 		if (s->probing && !before(seg->ack, s->probe_end)) {
-			les_flow_rtt_sample(s, ktime_us_delta(now, s->probe_sent));
+			les_flow_rtt_sample(s, ktime_us_delta(ktime_get(), s->probe_sent));
 			s->probing = false;
 		}
 		if (f->state == LES_FLOW_SYN_RECV && from == f->initiator)
@@ -230,7 +230,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
 			goto out;
 		f->initiator = from;
 	}
-	les_flow_update(f, from, pkt, ktime_get());
+	les_flow_update(f, from, pkt);
 	f->last_seen = now;
 	list_move_tail(&f->lru, &t->lru);
 out:

@@ -149,7 +149,10 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 		les_flow_seen(&pn->flows, &pkt);
 	}
 	xfrm_state_put(x);
-	kfree_sensitive(op);
+	/* The opened headers are the only plaintext here: no need to wipe more. */
+	memzero_explicit(op->buf, op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN +
+			 op->hz_len + LES_ICV_LEN);
+	kfree(op);
 	/* Last: namespace exit waits for this count to reach zero. */
 	if (atomic_dec_and_test(&pn->ops_in_flight))
 		wake_up_var(&pn->ops_in_flight);
