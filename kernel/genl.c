@@ -22,8 +22,9 @@ static const struct nla_policy les_genl_policy[LES_A_MAX + 1] = {
 	[LES_A_ENCAP_PORT]	= { .type = NLA_U16 },
 };
 
-static int les_genl_put_config(struct sk_buff *msg, struct les_pep_net *pn)
+static int les_genl_put_config(struct sk_buff *msg, struct net *net)
 {
+	struct les_pep_net *pn = les_pep_net(net);
 	struct les_flow_table *t = &pn->flows;
 
 	if (nla_put_u8(msg, LES_A_HOOK, READ_ONCE(pn->hook_on)) ||
@@ -61,14 +62,9 @@ fail:
 	return err;
 }
 
-static int les_genl_put_config_net(struct sk_buff *msg, struct net *net)
-{
-	return les_genl_put_config(msg, les_pep_net(net));
-}
-
 static int les_genl_get_config(struct sk_buff *skb, struct genl_info *info)
 {
-	return les_genl_reply(info, LES_CMD_GET_CONFIG, les_genl_put_config_net);
+	return les_genl_reply(info, LES_CMD_GET_CONFIG, les_genl_put_config);
 }
 
 static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)

@@ -77,7 +77,7 @@ struct les_flow_table {
 	u32 seed;
 	struct delayed_work gc;
 	struct net *net;
-	unsigned int max_flows, idle_timeout;	/* copies of the settings */
+	unsigned int max_flows, idle_timeout;	/* settings: lesctl pep set */
 };
 
 /* A TCP segment the hook opened, with the packet's outer facts. */

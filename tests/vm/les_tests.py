@@ -15,7 +15,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E402
-                   counters, delta, key, policies, sa_stats, sh, topology_down,
+                   counters, encap_hold, delta, key, policies, sa_stats, sh, topology_down,
                    topology_up, tunnel_up, xfrm_flush, MIDDLE_TO_B)
 
 import pep_tests  # noqa: E402
@@ -242,15 +242,6 @@ def tcp_transfer(cfg, nbytes, port=7001):
     sent = agent("a", "tcp-send", cfg.inner("a"), cfg.inner("b"), port, nbytes, timeout=180)
     got = srv.result(timeout=180)
     return got == sent, {"sent": sent, "got": got}
-
-
-def encap_hold(cfg):
-    holds = []
-    if cfg.encap:
-        any_addr = "0.0.0.0" if cfg.ofam == 4 else "::"
-        for ns in "ab":
-            holds.append(Bg(ns, "udp-encap-hold", any_addr, 4500, 600))
-    return holds
 
 
 def test_modes():

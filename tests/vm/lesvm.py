@@ -238,6 +238,17 @@ class Sa:
         return ((1 << 32) if self.cfg.esn else 0) | seq_lo
 
 
+def encap_hold(cfg):
+    """With NAT-T, hold port 4500 open on both endpoints; returns the agents
+    to stop afterwards."""
+    holds = []
+    if cfg.encap:
+        any_addr = "0.0.0.0" if cfg.ofam == 4 else "::"
+        for ns in "ab":
+            holds.append(Bg(ns, "udp-encap-hold", any_addr, 4500, 600))
+    return holds
+
+
 def policies(cfg):
     for me, peer in (("a", "b"), ("b", "a")):
         tmpl_out = f"tmpl src {cfg.outer(me)} dst {cfg.outer(peer)} proto esp reqid 1 mode {cfg.mode}"

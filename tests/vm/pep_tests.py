@@ -11,7 +11,7 @@ import os
 import time
 
 from lesvm import (OUTER, REPO, Bg, Config, Sa, P, Z, agent, capture_esp,
-                   counters, delta, sh, tunnel_up, xfrm_flush, wait_for)
+                   counters, delta, encap_hold, sh, tunnel_up, xfrm_flush, wait_for)
 
 PEP_MARK = 0x4C455350
 LESCTL = os.path.join(REPO, "tools", "lesctl", "lesctl")
@@ -122,6 +122,12 @@ class Transfer:
         return self.sent == self.got, {"sent": self.sent, "got": self.got}
 
     def endpoint_view(self):
+        """The client's capture opened with its keys: (a's, b's) segments."""
+        if getattr(self, "_segs", None) is None:
+            self._segs = self._open_client_capture()
+        return self._segs
+
+    def _open_client_capture(self):
         segs = {self.ab.spi: [], self.ba.spi: []}
         sas = {self.ab.spi: self.ab, self.ba.spi: self.ba}
         for _, f in capture_esp(self.paths["a"]):
@@ -396,9 +402,7 @@ def run(T, out, ko):
         holds = []
         try:
             ab, ba = tunnel_up(cfg, 0x7000 + 0x10 * i)
-            if cfg.encap:
-                for ns in "ab":
-                    holds.append(Bg(ns, "udp-encap-hold", "::", 4500, 600))
+            holds = encap_hold(cfg)
             pep_keys_flush()
             pep_keys_up(ab, ba)
             lesctl("flows flush")

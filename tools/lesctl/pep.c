@@ -232,8 +232,11 @@ static void parse_nest(const struct nlattr *nest, struct attrs *t, unsigned int 
 	mnl_attr_parse_nested(nest, table_cb, t);
 }
 
+/* An unsigned attribute of any width; 0 when absent. */
 static unsigned long long get_uint(const struct nlattr *a)
 {
+	if (!a)
+		return 0;
 	switch (mnl_attr_get_payload_len(a)) {
 	case 1:
 		return mnl_attr_get_u8(a);
@@ -322,8 +325,8 @@ static int key_cb(const struct nlmsghdr *nlh, void *data)
 	addr_str(t.tb[LES_KEY_A_DADDR], dst, sizeof(dst));
 	mark = get_uint(t.tb[LES_KEY_A_MARK]);
 	mode = get_uint(t.tb[LES_KEY_A_MODE]);
-	esn = t.tb[LES_KEY_A_ESN] ? get_uint(t.tb[LES_KEY_A_ESN]) : 0;
-	expires = t.tb[LES_KEY_A_EXPIRES] ? get_uint(t.tb[LES_KEY_A_EXPIRES]) : 0;
+	esn = get_uint(t.tb[LES_KEY_A_ESN]);
+	expires = get_uint(t.tb[LES_KEY_A_EXPIRES]);
 
 	if (json) {
 		printf("%s{\"src\":\"%s\",\"dst\":\"%s\",\"spi\":%llu,\"mark\":%u,\"active\":%s,"
@@ -332,16 +335,16 @@ static int key_cb(const struct nlmsghdr *nlh, void *data)
 		       mark == k->pep_mark ? "true" : "false",
 		       mode == XFRM_MODE_TUNNEL ? "tunnel" : "transport",
 		       esn ? "true" : "false",
-		       t.tb[LES_KEY_A_KEYLEN] ? get_uint(t.tb[LES_KEY_A_KEYLEN]) : 0);
+		       get_uint(t.tb[LES_KEY_A_KEYLEN]));
 		if (t.tb[LES_KEY_A_ENCAP_SPORT] && t.tb[LES_KEY_A_ENCAP_DPORT])
 			printf("\"encap\":{\"sport\":%llu,\"dport\":%llu},",
 			       get_uint(t.tb[LES_KEY_A_ENCAP_SPORT]),
 			       get_uint(t.tb[LES_KEY_A_ENCAP_DPORT]));
 		printf("\"expires\":%llu,\"packets\":%llu,\"bytes\":%llu,\"auth_failed\":%llu}",
 		       expires,
-		       t.tb[LES_KEY_A_PACKETS] ? get_uint(t.tb[LES_KEY_A_PACKETS]) : 0,
-		       t.tb[LES_KEY_A_BYTES] ? get_uint(t.tb[LES_KEY_A_BYTES]) : 0,
-		       t.tb[LES_KEY_A_AUTH_FAILED] ? get_uint(t.tb[LES_KEY_A_AUTH_FAILED]) : 0);
+		       get_uint(t.tb[LES_KEY_A_PACKETS]),
+		       get_uint(t.tb[LES_KEY_A_BYTES]),
+		       get_uint(t.tb[LES_KEY_A_AUTH_FAILED]));
 	} else {
 		printf("key src %s dst %s spi 0x%08llx mode %s%s",
 		       src, dst, get_uint(t.tb[LES_KEY_A_SPI]),
@@ -351,13 +354,13 @@ static int key_cb(const struct nlmsghdr *nlh, void *data)
 			printf(" encap espinudp %llu %llu",
 			       get_uint(t.tb[LES_KEY_A_ENCAP_SPORT]),
 			       get_uint(t.tb[LES_KEY_A_ENCAP_DPORT]));
-		printf(" keylen %llu", t.tb[LES_KEY_A_KEYLEN] ? get_uint(t.tb[LES_KEY_A_KEYLEN]) : 0);
+		printf(" keylen %llu", get_uint(t.tb[LES_KEY_A_KEYLEN]));
 		if (expires)
 			printf(" expires %llus", expires);
 		printf("\n    packets %llu bytes %llu auth-failed %llu",
-		       t.tb[LES_KEY_A_PACKETS] ? get_uint(t.tb[LES_KEY_A_PACKETS]) : 0,
-		       t.tb[LES_KEY_A_BYTES] ? get_uint(t.tb[LES_KEY_A_BYTES]) : 0,
-		       t.tb[LES_KEY_A_AUTH_FAILED] ? get_uint(t.tb[LES_KEY_A_AUTH_FAILED]) : 0);
+		       get_uint(t.tb[LES_KEY_A_PACKETS]),
+		       get_uint(t.tb[LES_KEY_A_BYTES]),
+		       get_uint(t.tb[LES_KEY_A_AUTH_FAILED]));
 		if (mark != k->pep_mark)
 			printf(" (unused: mark 0x%x is not the PEP mark)", mark);
 		printf("\n");
@@ -523,13 +526,13 @@ static void print_side(const struct nlattr *nest, const char *role, int first)
 	if (json)
 		printf("%s\"%s\":{\"addr\":\"%s\",\"port\":%llu,\"spi\":%llu,\"flags\":%llu",
 		       first ? "" : ",", role, addr,
-		       t.tb[LES_SIDE_A_PORT] ? get_uint(t.tb[LES_SIDE_A_PORT]) : 0,
-		       t.tb[LES_SIDE_A_SPI] ? get_uint(t.tb[LES_SIDE_A_SPI]) : 0,
-		       t.tb[LES_SIDE_A_FLAGS] ? get_uint(t.tb[LES_SIDE_A_FLAGS]) : 0);
+		       get_uint(t.tb[LES_SIDE_A_PORT]),
+		       get_uint(t.tb[LES_SIDE_A_SPI]),
+		       get_uint(t.tb[LES_SIDE_A_FLAGS]));
 	else
 		printf("    %s %s port %llu spi 0x%08llx", role, addr,
-		       t.tb[LES_SIDE_A_PORT] ? get_uint(t.tb[LES_SIDE_A_PORT]) : 0,
-		       t.tb[LES_SIDE_A_SPI] ? get_uint(t.tb[LES_SIDE_A_SPI]) : 0);
+		       get_uint(t.tb[LES_SIDE_A_PORT]),
+		       get_uint(t.tb[LES_SIDE_A_SPI]));
 	for (i = 0; i < sizeof(uint_names) / sizeof(uint_names[0]); i++) {
 		if (!uint_names[i][0] || !t.tb[i])
 			continue;
@@ -557,6 +560,7 @@ static int flow_cb(const struct nlmsghdr *nlh, void *data)
 	const struct nlattr *a, *sides[2] = { NULL, NULL };
 	struct attrs top, t;
 	unsigned int state, nsides = 0;
+	unsigned long long handshake, age, idle;
 
 	parse_top(nlh, &top, LES_A_MAX);
 	if (!top.tb[LES_A_FLOW])
@@ -571,42 +575,43 @@ static int flow_cb(const struct nlmsghdr *nlh, void *data)
 	if (state >= sizeof(flow_states) / sizeof(flow_states[0]) || !flow_states[state])
 		return MNL_CB_OK;
 
-	if (json) {
+	handshake = get_uint(t.tb[LES_FLOW_A_HANDSHAKE]);
+	age = get_uint(t.tb[LES_FLOW_A_AGE_MS]);
+	idle = get_uint(t.tb[LES_FLOW_A_IDLE_MS]);
+	if (json)
 		printf("%s{\"proto\":\"tcp\",\"state\":\"%s\",\"handshake\":%s,"
-		       "\"age_ms\":%llu,\"idle_ms\":%llu,",
-		       *n ? "," : "", flow_states[state],
-		       t.tb[LES_FLOW_A_HANDSHAKE] && get_uint(t.tb[LES_FLOW_A_HANDSHAKE]) ?
-		       "true" : "false",
-		       t.tb[LES_FLOW_A_AGE_MS] ? get_uint(t.tb[LES_FLOW_A_AGE_MS]) : 0,
-		       t.tb[LES_FLOW_A_IDLE_MS] ? get_uint(t.tb[LES_FLOW_A_IDLE_MS]) : 0);
-		print_side(sides[0], "initiator", 1);
-		print_side(sides[1], "responder", 0);
-		printf("}");
-	} else {
+		       "\"age_ms\":%llu,\"idle_ms\":%llu,", *n ? "," : "",
+		       flow_states[state], handshake ? "true" : "false", age, idle);
+	else
 		printf("tcp %s%s age %llums idle %llums\n", flow_states[state],
-		       t.tb[LES_FLOW_A_HANDSHAKE] && get_uint(t.tb[LES_FLOW_A_HANDSHAKE]) ?
-		       "" : " (picked up mid-stream)",
-		       t.tb[LES_FLOW_A_AGE_MS] ? get_uint(t.tb[LES_FLOW_A_AGE_MS]) : 0,
-		       t.tb[LES_FLOW_A_IDLE_MS] ? get_uint(t.tb[LES_FLOW_A_IDLE_MS]) : 0);
-		print_side(sides[0], "initiator", 1);
-		print_side(sides[1], "responder", 0);
-	}
+		       handshake ? "" : " (picked up mid-stream)", age, idle);
+	print_side(sides[0], "initiator", 1);
+	print_side(sides[1], "responder", 0);
+	if (json)
+		printf("}");
 	(*n)++;
 	return MNL_CB_OK;
 }
 
-static int flows_show(struct les_nl *nl)
+/* One request whose answers @cb prints; JSON between @open and @close. */
+static int show(struct les_nl *nl, uint8_t cmd, uint16_t flags, mnl_cb_t cb,
+		const char *open, const char *close, const char *what)
 {
 	struct nlmsghdr *nlh;
 	int n = 0, err;
 
-	nlh = nl_request(nl, nl->family, LES_CMD_GET_FLOW, LES_GENL_VERSION, NLM_F_DUMP);
+	nlh = nl_request(nl, nl->family, cmd, LES_GENL_VERSION, flags);
 	if (json)
-		printf("[");
-	err = nl_talk(nl, nlh, flow_cb, &n);
+		printf("%s", open);
+	err = nl_talk(nl, nlh, cb, &n);
 	if (json)
-		printf("]\n");
-	return err < 0 ? nl_fail(nl, "flows") : 0;
+		printf("%s\n", close);
+	return err < 0 ? nl_fail(nl, what) : 0;
+}
+
+static int flows_show(struct les_nl *nl)
+{
+	return show(nl, LES_CMD_GET_FLOW, NLM_F_DUMP, flow_cb, "[", "]", "flows");
 }
 
 static int flows_flush(struct les_nl *nl)
@@ -647,16 +652,7 @@ static int stat_cb(const struct nlmsghdr *nlh, void *data)
 
 static int stats_show(struct les_nl *nl)
 {
-	struct nlmsghdr *nlh;
-	int n = 0, err;
-
-	nlh = nl_request(nl, nl->family, LES_CMD_GET_STATS, LES_GENL_VERSION, NLM_F_ACK);
-	if (json)
-		printf("{");
-	err = nl_talk(nl, nlh, stat_cb, &n);
-	if (json)
-		printf("}\n");
-	return err < 0 ? nl_fail(nl, "stats") : 0;
+	return show(nl, LES_CMD_GET_STATS, NLM_F_ACK, stat_cb, "{", "}", "stats");
 }
 
 int lesctl_netlink(int argc, char **argv)
