@@ -171,7 +171,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		if (end != seg->seq && !o->probing) {
 			o->probing = true;
 			o->probe_end = end;
-			o->probe_sent = ktime_get();
+			o->probe_sent = pkt->seen;
 		}
 		s->next = end;
 		s->have_next = true;
@@ -186,7 +186,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		s->sack_n = seg->sack_n;
 		memcpy(s->sack, seg->sack, sizeof(s->sack));
 		if (s->probing && !before(seg->ack, s->probe_end)) {
-			les_flow_rtt_sample(s, ktime_us_delta(ktime_get(), s->probe_sent));
+			les_flow_rtt_sample(s, ktime_us_delta(pkt->seen, s->probe_sent));
 			s->probing = false;
 		}
 		if (f->state == LES_FLOW_SYN_RECV && from == f->initiator)

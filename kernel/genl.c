@@ -20,6 +20,7 @@ static const struct nla_policy les_genl_policy[LES_A_MAX + 1] = {
 	[LES_A_IDLE_TIMEOUT]	= { .type = NLA_U32 },
 	[LES_A_PEP_MARK]	= { .type = NLA_U32 },
 	[LES_A_ENCAP_PORT]	= { .type = NLA_U16 },
+	[LES_A_BACKLOG]		= { .type = NLA_U32 },
 };
 
 static int les_genl_put_config(struct sk_buff *msg, struct net *net)
@@ -32,6 +33,7 @@ static int les_genl_put_config(struct sk_buff *msg, struct net *net)
 	    nla_put_u32(msg, LES_A_IDLE_TIMEOUT, READ_ONCE(t->idle_timeout)) ||
 	    nla_put_u32(msg, LES_A_PEP_MARK, READ_ONCE(pn->pep_mark)) ||
 	    nla_put_u16(msg, LES_A_ENCAP_PORT, READ_ONCE(pn->encap_port)) ||
+	    nla_put_u32(msg, LES_A_BACKLOG, READ_ONCE(pn->backlog_max)) ||
 	    nla_put_u32(msg, LES_A_FLOW_COUNT, les_flow_count(t)))
 		return -EMSGSIZE;
 	return 0;
@@ -92,6 +94,12 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 			return -ERANGE;
 		}
 	}
+	if (a[LES_A_BACKLOG] && (!nla_get_u32(a[LES_A_BACKLOG]) ||
+				 nla_get_u32(a[LES_A_BACKLOG]) > LES_PEP_BACKLOG_MAX)) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_BACKLOG],
+				    "backlog is 1 to 65536 header zones");
+		return -ERANGE;
+	}
 	if (a[LES_A_ENCAP_PORT] && !nla_get_u16(a[LES_A_ENCAP_PORT])) {
 		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_ENCAP_PORT],
 				    "encap-port cannot be 0");
@@ -109,6 +117,8 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 		WRITE_ONCE(pn->pep_mark, nla_get_u32(a[LES_A_PEP_MARK]));
 	if (a[LES_A_ENCAP_PORT])
 		WRITE_ONCE(pn->encap_port, nla_get_u16(a[LES_A_ENCAP_PORT]));
+	if (a[LES_A_BACKLOG])
+		WRITE_ONCE(pn->backlog_max, nla_get_u32(a[LES_A_BACKLOG]));
 	if (a[LES_A_MAX_FLOWS] || a[LES_A_IDLE_TIMEOUT])
 		les_flow_set_limits(t, max_flows, idle);
 	return 0;
@@ -131,14 +141,23 @@ static int les_genl_put_stats(struct sk_buff *msg, struct net *net)
 	return 0;
 }
 
+/*
+ * Every read first waits for the opener: what it reports covers each
+ * packet forwarded before the request.
+ */
 static int les_genl_get_stats(struct sk_buff *skb, struct genl_info *info)
 {
+	les_pep_sync(les_pep_net(genl_info_net(info)));
 	return les_genl_reply(info, LES_CMD_GET_STATS, les_genl_put_stats);
 }
 
 static int les_genl_flush_flows(struct sk_buff *skb, struct genl_info *info)
 {
-	les_flow_flush(&les_pep_net(genl_info_net(info))->flows);
+	struct les_pep_net *pn = les_pep_net(genl_info_net(info));
+
+	/* Or header zones queued before the flush would bring flows back. */
+	les_pep_sync(pn);
+	les_flow_flush(&pn->flows);
 	return 0;
 }
 
@@ -215,6 +234,7 @@ static struct xfrm_state_walk *les_key_walk(struct netlink_callback *cb)
 
 static int les_genl_key_start(struct netlink_callback *cb)
 {
+	les_pep_sync(les_pep_net(sock_net(cb->skb->sk)));
 	xfrm_state_walk_init(les_key_walk(cb), IPPROTO_ESP, NULL);
 	return 0;
 }
@@ -309,6 +329,12 @@ static int les_genl_fill_flow(struct sk_buff *skb, const struct les_flow *f,
 	return 0;
 }
 
+static int les_genl_flow_start(struct netlink_callback *cb)
+{
+	les_pep_sync(les_pep_net(sock_net(cb->skb->sk)));
+	return 0;
+}
+
 static int les_genl_flow_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct les_pep_net *pn = les_pep_net(sock_net(skb->sk));
@@ -340,6 +366,7 @@ static const struct genl_ops les_genl_ops[] = {
 	},
 	{
 		.cmd	= LES_CMD_GET_FLOW,
+		.start	= les_genl_flow_start,
 		.dumpit	= les_genl_flow_dump,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},

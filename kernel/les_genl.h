@@ -38,6 +38,7 @@ enum les_attr {
 	LES_A_KEY,		/* nest of LES_KEY_A_* */
 	LES_A_FLOW,		/* nest of LES_FLOW_A_* */
 	LES_A_PAD,
+	LES_A_BACKLOG,		/* u32: header zones that may wait to be opened */
 	__LES_A_MAX,
 };
 

@@ -23,6 +23,9 @@
 #define LES_PEP_IDLE_TIMEOUT_DEFAULT	300		/* seconds */
 #define LES_PEP_IDLE_TIMEOUT_MAX	86400
 #define LES_PEP_ENCAP_PORT_DEFAULT	4500
+#define LES_PEP_BACKLOG_DEFAULT		1024	/* header zones */
+#define LES_PEP_BACKLOG_MAX		65536
+#define LES_PEP_BATCH			64	/* header zones that wake the opener */
 
 /* An endpoint of a flow: inner address and port. */
 struct les_flow_end {
@@ -87,6 +90,7 @@ struct les_pep_pkt {
 	xfrm_address_t saddr, daddr;	/* inner addresses */
 	u32 spi;
 	u32 payload;			/* TCP payload bytes (lower bound) */
+	ktime_t seen;			/* when the hook saw it */
 };
 
 /* The PEP state of one network namespace. */
@@ -97,7 +101,11 @@ struct les_pep_net {
 	u32 pep_mark;
 	u16 encap_port;
 	struct nf_hook_ops ops[2];
-	atomic_t ops_in_flight;		/* header zones being opened */
+	/* Header zones copied by the hook, waiting for the opener. */
+	spinlock_t backlog_lock;
+	struct list_head backlog;
+	unsigned int backlog_len, backlog_max;
+	struct delayed_work opener;
 	struct les_flow_table flows;
 };
 
@@ -106,6 +114,7 @@ int les_pep_init(void);
 void les_pep_exit(void);
 struct les_pep_net *les_pep_net(struct net *net);
 int les_pep_set_hook(struct les_pep_net *pn, bool on);
+void les_pep_sync(struct les_pep_net *pn);
 
 /* flow.c */
 int les_flow_table_init(struct les_flow_table *t, struct net *net);

@@ -46,6 +46,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_PEP_FLOWS_EXPIRED]	= "LesPepFlowsExpired",
 	[LES_STAT_PEP_FLOWS_EVICTED]	= "LesPepFlowsEvicted",
 	[LES_STAT_PEP_TABLE_FULL]	= "LesPepTableFull",
+	[LES_STAT_PEP_BACKLOG_FULL]	= "LesPepBacklogFull",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)

@@ -23,6 +23,22 @@ SECONDS = int(os.environ.get("LES_BENCH_SECONDS", "8"))
 ONLY = os.environ.get("LES_BENCH_ONLY", "")
 
 
+def cpu_times():
+    """Per CPU: (busy, total) jiffies from /proc/stat."""
+    res = []
+    for line in open("/proc/stat"):
+        f = line.split()
+        if f[0].startswith("cpu") and f[0] != "cpu":
+            v = [int(x) for x in f[1:]]
+            res.append((sum(v) - v[3] - v[4], sum(v)))
+    return res
+
+
+def cpu_busy(before, after):
+    """How busy each CPU was between two cpu_times(), as "52%/97%"."""
+    return "/".join(f"{100 * (a[0] - b[0]) / max(1, a[1] - b[1]):.0f}%" for b, a in zip(before, after))
+
+
 def iperf(cfg):
     srv = f"ip netns exec les-b iperf3 -s -1 -B {cfg.inner('b')} -D --logfile /dev/null"
     sh(srv)
@@ -70,10 +86,13 @@ def main():
             pep_keys_up(ab, ba)
             lesctl(f"pep set hook {state}")
             lesctl("flows flush")
+            cpu = cpu_times()
             pep[state].append(iperf(cfg))
-            opened = [ln for ln in lesctl("stats").stdout.splitlines() if "LesPepOpened" in ln]
-            print(f"# round {r + 1} pep hook {state}: {pep[state][-1] / 1e6:.2f} Mbit/s "
-                  f"({opened[0].split()[-1] if opened else '?'} header zones opened so far)", flush=True)
+            cpu = cpu_busy(cpu, cpu_times())
+            st = {ln.split()[0]: ln.split()[1] for ln in lesctl("stats").stdout.splitlines()}
+            print(f"# round {r + 1} pep hook {state}: {pep[state][-1] / 1e6:.2f} Mbit/s, CPUs busy {cpu} "
+                  f"({st.get('LesPepOpened')} header zones opened so far, "
+                  f"{st.get('LesPepBacklogFull')} not for a full backlog)", flush=True)
     pep_keys_flush()
     lesctl("pep set hook on")
     if ONLY == "pep":

@@ -273,9 +273,17 @@ def tunnel_up(cfg, base_spi, plain=False):
 
 # ---- counters -------------------------------------------------------------------
 
+LESCTL = os.path.join(REPO, "tools", "lesctl", "lesctl")
+
+
 def counters(ns):
-    """/proc/net/xfrm_stat and /proc/net/les_stat of a namespace, merged."""
-    out = sh("cat /proc/net/xfrm_stat; cat /proc/net/les_stat 2>/dev/null", ns=ns).stdout
+    """xfrm's counters (/proc/net/xfrm_stat) and les.ko's of a namespace,
+    merged.  les.ko's come through `lesctl stats`, which first waits for the
+    PEP's opener, so that they count every packet forwarded before the call
+    (/proc/net/les_stat does not wait); the file is the fallback without
+    lesctl or les.ko."""
+    out = sh(f"cat /proc/net/xfrm_stat; {LESCTL} stats 2>/dev/null || "
+             "cat /proc/net/les_stat 2>/dev/null", ns=ns, check=False).stdout
     res = {}
     for line in out.splitlines():
         f = line.split()

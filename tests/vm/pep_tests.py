@@ -8,13 +8,13 @@ with their own keys, is the reference for every number the PEP reports.
 """
 import json
 import os
+import re
 import time
 
-from lesvm import (OUTER, REPO, Bg, Config, Sa, P, Z, agent, capture_esp,
+from lesvm import (LESCTL, OUTER, Bg, Config, Sa, P, Z, agent, capture_esp,
                    counters, delta, encap_hold, sh, tunnel_up, xfrm_flush, wait_for)
 
 PEP_MARK = 0x4C455350
-LESCTL = os.path.join(REPO, "tools", "lesctl", "lesctl")
 MARKER = "LES-PLAINTEXT-MARKER-7f3a9c"
 
 
@@ -318,6 +318,57 @@ def flow_limits(T, t):
     xfrm_flush()
 
 
+# ---- the opener's queue: bounded, and every header zone accounted for -----------------
+
+def tx_packets(ns, dev):
+    link = json.loads(sh(f"ip -s -j link show dev {dev}", ns=ns).stdout)[0]
+    return link["stats64"]["tx"]["packets"]
+
+
+def backlog_bound(T, t):
+    """backlog 1 against a flood: a header zone that finds the queue full is
+    counted and not read, its packet is forwarded, and every keyed packet the
+    hook saw is either opened or counted as not."""
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, 0x6400)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    seqs = {ab.spi: iter(range(1, 10 ** 6)), ba.spi: iter(range(1, 10 ** 6))}
+    pkts = [handshake_pkts(cfg, ab, ba, seqs, 22000 + i)[0] for i in range(100)]
+    path = f"{t.out}/pep-backlog.hex"
+    with open(path, "w") as f:
+        f.write("\n".join(p.hex() for p in pkts))
+    xfrm_flush()                      # b drops the flood at once
+    # What reaches the forward hook: an nft counter in front of les.ko's.
+    sh("nft add table inet lestest; "
+       "nft add chain inet lestest seen '{ type filter hook forward priority 0; }'; "
+       "nft add rule inet lestest seen meta l4proto esp counter", ns="m")
+    try:
+        lesctl("pep set backlog 1")
+        T.ok(lesctl_j("pep show")["backlog"] == 1 and "backlog 1 " in lesctl("pep show").stdout,
+             "pep show reports the backlog setting", lesctl("pep show").stdout)
+        before, tx = counters("m"), tx_packets("m", "m-b")
+        res = Bg("a", "raw-flood", cfg.outer("b"), path, 3).result()
+        d = delta(before, counters("m"))
+        tx = tx_packets("m", "m-b") - tx
+        seen = int(re.search(r"counter packets (\d+)",
+                             sh("nft list chain inet lestest seen", ns="m").stdout).group(1))
+    finally:
+        sh("nft delete table inet lestest", ns="m", check=False)
+        lesctl("pep set backlog 1024")
+    full, opened = d.get("LesPepBacklogFull", 0), d.get("LesPepOpened", 0)
+    print(f"# backlog 1: the hook saw {seen} keyed packets; {opened} opened, {full} not read",
+          flush=True)
+    T.ok(full > 0, "a flood overflows a backlog of 1, and the overflow is counted",
+         {"sent": res["sent"], "delta": d})
+    T.ok(seen == res["sent"] and tx >= res["sent"],
+         "every packet of the flood is forwarded", {"sent": res["sent"], "hook": seen, "tx": tx})
+    T.ok(opened + full == seen and not d.get("LesPepErrors"),
+         "every keyed packet is either opened or counted as not read",
+         {"hook": seen, "opened": opened, "backlog-full": full})
+    pep_keys_flush()
+
+
 # ---- keys: listed, expiring, deleted -----------------------------------------------
 
 def keys_lifecycle(T, t):
@@ -354,6 +405,8 @@ def lesctl_errors(T, t):
     for args, rc, msg in (("pep set max-flows 5000000", 1, "max-flows is at most"),
                           ("pep set idle-timeout 0", 1, "idle-timeout is 1 to 86400"),
                           ("pep set encap-port 0", 1, "encap-port cannot be 0"),
+                          ("pep set backlog 0", 1, "backlog is 1 to 65536"),
+                          ("pep set backlog 65537", 1, "backlog is 1 to 65536"),
                           ("pep set hook maybe", 2, "on or off"),
                           ("flows bogus", 2, "Usage")):
         p = lesctl(args, check=False)
@@ -450,7 +503,7 @@ def run(T, out, ko):
     pep_keys_flush()
     xfrm_flush()
     for name, fn in (("keys", keys_lifecycle), ("flow table", flow_limits),
-                     ("lesctl", lesctl_errors)):
+                     ("backlog", backlog_bound), ("lesctl", lesctl_errors)):
         T.prefix = f"pep {name}: "
         try:
             fn(T, t)

@@ -6,7 +6,7 @@
  *   lesctl blob show HEX
  *   lesctl stats
  *   lesctl pep show | pep set [hook on|off] [max-flows N] [idle-timeout S]
- *                             [mark M] [encap-port P]
+ *                             [mark M] [encap-port P] [backlog N]
  *   lesctl flows [show | flush]
  *
  * A blob goes into ip xfrm as the key of an rfc4106(gcm(aes)) SA:
@@ -33,7 +33,7 @@ void usage(FILE *f)
 		"       lesctl [-j] stats\n"
 		"       lesctl [-j] pep show\n"
 		"       lesctl pep set [hook on|off] [max-flows N] [idle-timeout SECONDS]\n"
-		"                      [mark MARK] [encap-port PORT]\n"
+		"                      [mark MARK] [encap-port PORT] [backlog N]\n"
 		"       lesctl [-j] flows [show | flush]\n"
 		"ROLE := endpoint | pep-view | pep-origin-in | pep-origin-out\n"
 		"k2/k1 are the zone key followed by its 4-byte salt; missing keys are random.\n");

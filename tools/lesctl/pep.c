@@ -264,7 +264,7 @@ static const char *addr_str(const struct nlattr *a, char *buf, size_t size)
 
 struct config {
 	int have;
-	unsigned int hook, max_flows, idle, mark, port, flows;
+	unsigned int hook, max_flows, idle, mark, port, backlog, flows;
 };
 
 static int config_cb(const struct nlmsghdr *nlh, void *data)
@@ -274,7 +274,8 @@ static int config_cb(const struct nlmsghdr *nlh, void *data)
 
 	parse_top(nlh, &t, LES_A_MAX);
 	if (!t.tb[LES_A_HOOK] || !t.tb[LES_A_MAX_FLOWS] || !t.tb[LES_A_IDLE_TIMEOUT] ||
-	    !t.tb[LES_A_PEP_MARK] || !t.tb[LES_A_ENCAP_PORT] || !t.tb[LES_A_FLOW_COUNT])
+	    !t.tb[LES_A_PEP_MARK] || !t.tb[LES_A_ENCAP_PORT] || !t.tb[LES_A_BACKLOG] ||
+	    !t.tb[LES_A_FLOW_COUNT])
 		return MNL_CB_OK;
 	c->have = 1;
 	c->hook = get_uint(t.tb[LES_A_HOOK]);
@@ -282,6 +283,7 @@ static int config_cb(const struct nlmsghdr *nlh, void *data)
 	c->idle = get_uint(t.tb[LES_A_IDLE_TIMEOUT]);
 	c->mark = get_uint(t.tb[LES_A_PEP_MARK]);
 	c->port = get_uint(t.tb[LES_A_ENCAP_PORT]);
+	c->backlog = get_uint(t.tb[LES_A_BACKLOG]);
 	c->flows = get_uint(t.tb[LES_A_FLOW_COUNT]);
 	return MNL_CB_OK;
 }
@@ -379,14 +381,14 @@ static int pep_show(struct les_nl *nl)
 		return 1;
 	k.pep_mark = c.mark;
 	if (json)
-		printf("{\"hook\":%s,\"mark\":%u,\"encap_port\":%u,\"max_flows\":%u,"
-		       "\"idle_timeout\":%u,\"flows\":%u,\"keys\":[",
-		       c.hook ? "true" : "false", c.mark, c.port, c.max_flows,
-		       c.idle, c.flows);
+		printf("{\"hook\":%s,\"mark\":%u,\"encap_port\":%u,\"backlog\":%u,"
+		       "\"max_flows\":%u,\"idle_timeout\":%u,\"flows\":%u,\"keys\":[",
+		       c.hook ? "true" : "false", c.mark, c.port, c.backlog,
+		       c.max_flows, c.idle, c.flows);
 	else
-		printf("hook %s mark 0x%x encap-port %u max-flows %u idle-timeout %u flows %u\n",
-		       c.hook ? "on" : "off", c.mark, c.port, c.max_flows, c.idle,
-		       c.flows);
+		printf("hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
+		       "flows %u\n", c.hook ? "on" : "off", c.mark, c.port, c.backlog,
+		       c.max_flows, c.idle, c.flows);
 	fflush(stdout);
 	nlh = nl_request(nl, nl->family, LES_CMD_GET_KEY, LES_GENL_VERSION, NLM_F_DUMP);
 	if (nl_talk(nl, nlh, key_cb, &k) < 0) {
@@ -428,6 +430,7 @@ static const struct {
 	{ "idle-timeout", LES_A_IDLE_TIMEOUT, 0xffffffffUL },
 	{ "mark", LES_A_PEP_MARK, 0xffffffffUL },
 	{ "encap-port", LES_A_ENCAP_PORT, 0xffff },
+	{ "backlog", LES_A_BACKLOG, 0xffffffffUL },
 };
 
 /* Returns 0, or 2 (usage) after saying what is wrong. */
@@ -485,6 +488,8 @@ static int pep_set(struct les_nl *nl, const struct settings *set)
 		mnl_attr_put_u32(nlh, LES_A_PEP_MARK, set->v[LES_A_PEP_MARK]);
 	if (set->have & 1U << LES_A_ENCAP_PORT)
 		mnl_attr_put_u16(nlh, LES_A_ENCAP_PORT, set->v[LES_A_ENCAP_PORT]);
+	if (set->have & 1U << LES_A_BACKLOG)
+		mnl_attr_put_u32(nlh, LES_A_BACKLOG, set->v[LES_A_BACKLOG]);
 	if (nl_talk(nl, nlh, NULL, NULL) < 0)
 		return nl_fail(nl, "pep set");
 	return 0;
