@@ -24,6 +24,7 @@
 #include <linux/module.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
+#include <linux/overflow.h>
 #include <linux/scatterlist.h>
 #include <linux/slab.h>
 #include <linux/udp.h>
@@ -75,10 +76,8 @@ struct les_pep_op {
 	ktime_t seen;			/* when the packet went through */
 	struct les_pep_outer outer;
 	unsigned int esp_len, skb_len, hz_len, prefix_len;
-	struct scatterlist sg;
 	u8 nonce[LES_NONCE_LEN];
-	u8 *buf;			/* AAD prefix | IV | L | header zone | ICV2 */
-	struct aead_request *req;
+	u8 buf[];			/* AAD prefix | IV | L | header zone | ICV2 */
 };
 
 /* What the opened header zone says, into @pkt; 0 or the counter of why not. */
@@ -167,21 +166,20 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 	kfree(op);
 }
 
-static void les_pep_open(struct les_pep_op *op)
+/* Open one copy in place with @req, waiting if the AEAD completes later. */
+static int les_pep_open(struct les_pep_op *op, struct aead_request *req)
 {
 	unsigned int zone_len = LES_IV_LEN + LES_HZLEN_LEN + op->hz_len + LES_ICV_LEN;
 	DECLARE_CRYPTO_WAIT(wait);
-	int err;
+	struct scatterlist sg;
 
-	sg_init_one(&op->sg, op->buf, op->prefix_len + zone_len);
-	aead_request_set_tfm(op->req, op->aead);
-	aead_request_set_callback(op->req, CRYPTO_TFM_REQ_MAY_BACKLOG |
+	sg_init_one(&sg, op->buf, op->prefix_len + zone_len);
+	aead_request_set_tfm(req, op->aead);
+	aead_request_set_callback(req, CRYPTO_TFM_REQ_MAY_BACKLOG |
 				  CRYPTO_TFM_REQ_MAY_SLEEP, crypto_req_done, &wait);
-	aead_request_set_crypt(op->req, &op->sg, &op->sg,
-			       op->hz_len + LES_ICV_LEN, op->nonce);
-	aead_request_set_ad(op->req, op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN);
-	err = crypto_wait_req(crypto_aead_decrypt(op->req), &wait);
-	les_pep_finish(op, err);
+	aead_request_set_crypt(req, &sg, &sg, op->hz_len + LES_ICV_LEN, op->nonce);
+	aead_request_set_ad(req, op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN);
+	return crypto_wait_req(crypto_aead_decrypt(req), &wait);
 }
 
 /*
@@ -193,18 +191,29 @@ static void les_pep_opener(struct work_struct *work)
 {
 	struct les_pep_net *pn = container_of(to_delayed_work(work),
 					      struct les_pep_net, opener);
+	struct aead_request *req = NULL;
 	struct les_pep_op *op, *tmp;
+	unsigned int req_size = 0;
 	LIST_HEAD(batch);
 
 	spin_lock_bh(&pn->backlog_lock);
 	list_splice_init(&pn->backlog, &batch);
-	pn->backlog_len = 0;
+	WRITE_ONCE(pn->backlog_len, 0);
 	spin_unlock_bh(&pn->backlog_lock);
 
 	list_for_each_entry_safe(op, tmp, &batch, node) {
-		les_pep_open(op);
+		/* One request for the batch, not one per copy in the queue. */
+		unsigned int need = sizeof(*req) + crypto_aead_reqsize(op->aead);
+
+		if (need > req_size) {
+			kfree_sensitive(req);
+			req = kmalloc(need, GFP_KERNEL);
+			req_size = req ? need : 0;
+		}
+		les_pep_finish(op, req ? les_pep_open(op, req) : -ENOMEM);
 		cond_resched();
 	}
+	kfree_sensitive(req);
 }
 
 /*
@@ -227,7 +236,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 {
 	unsigned int prefix_len = x->props.flags & XFRM_STATE_ESN ? 12 : 8;
 	unsigned int esp_len = skb->len - outer->esp_off;
-	unsigned int hz_len, hz_end, zone_len, len;
+	unsigned int hz_len, hz_end, zone_len;
 	unsigned int queued;
 	struct les_pep_op *op;
 	u8 l[LES_HZLEN_LEN];
@@ -246,10 +255,12 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	if (esp_len < hz_end + 2 + LES_ICV_LEN)
 		return LES_STAT_PEP_MALFORMED;
 
+	/* Full already: spare the allocation and the copy (checked again below). */
+	if (READ_ONCE(pn->backlog_len) >= READ_ONCE(pn->backlog_max))
+		return LES_STAT_PEP_BACKLOG_FULL;
+
 	zone_len = LES_IV_LEN + LES_HZLEN_LEN + hz_len + LES_ICV_LEN;
-	len = ALIGN(sizeof(*op) + prefix_len + zone_len, crypto_tfm_ctx_alignment());
-	len += sizeof(*op->req) + crypto_aead_reqsize(sa->hz_aead);
-	op = kmalloc(len, GFP_ATOMIC);
+	op = kmalloc(struct_size(op, buf, prefix_len + zone_len), GFP_ATOMIC);
 	if (!op)
 		return LES_STAT_PEP_ERRORS;
 	op->pn = pn;
@@ -261,9 +272,6 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	op->skb_len = skb->len;
 	op->hz_len = hz_len;
 	op->prefix_len = prefix_len;
-	op->buf = (u8 *)(op + 1);
-	op->req = (void *)PTR_ALIGN(op->buf + prefix_len + zone_len,
-				    crypto_tfm_ctx_alignment());
 
 	if (skb_copy_bits(skb, outer->esp_off, op->buf, LES_ESP_HDR_LEN) ||
 	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN,
@@ -288,7 +296,8 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 		return LES_STAT_PEP_BACKLOG_FULL;
 	}
 	list_add_tail(&op->node, &pn->backlog);
-	queued = ++pn->backlog_len;
+	queued = pn->backlog_len + 1;
+	WRITE_ONCE(pn->backlog_len, queued);
 	spin_unlock(&pn->backlog_lock);
 	/*
 	 * Wake the opener once per batch, not once per packet: a tick after

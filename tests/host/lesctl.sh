@@ -28,7 +28,7 @@ check "a pep-id on a pep-view blob is refused" '[ $rc -eq 2 ]'
 # The generic netlink commands: usage errors before any netlink, and a
 # clear error where les.ko is not loaded (this host cannot load modules).
 for args in "pep set hook maybe" "pep set" "pep set max-flows -1" "pep set encap-port 70000" \
-	"pep set frobs 1" "pep" "flows bogus" "stats extra"; do
+	"pep set frobs 1" "pep set backlog lots" "pep" "flows bogus" "stats extra"; do
 	$L $args >/dev/null 2>&1; rc=$?
 	check "lesctl $args is a usage error (2)" '[ $rc -eq 2 ]'
 done

@@ -12,6 +12,7 @@ import os
 import re
 import sys
 import time
+from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E402
@@ -317,6 +318,9 @@ def test_async():
                       kernel_to_codec, cfg, ab, f"{OUT}/async.pcap")
                 T.run("codec-sealed packets are delivered by the kernel", codec_to_kernel, cfg, ab, 3000)
                 T.run("a 256 kB TCP transfer arrives intact", tcp_transfer, cfg, 256 * 1024)
+                if cfg.tunnel:
+                    T.run("the PEP's opener reads the flow exactly through the async AEAD",
+                          pep_tests.opens_async, SimpleNamespace(out=OUT), cfg, ab, ba)
             except Exception as e:  # noqa: BLE001
                 T.ok(False, "set-up", e)
             finally:

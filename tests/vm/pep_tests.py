@@ -318,6 +318,20 @@ def flow_limits(T, t):
     xfrm_flush()
 
 
+def opens_async(t, cfg, ab, ba):
+    """The opener with an AEAD that always completes later (les.ko loaded
+    with an async zone_aead): the flow still matches the client's capture."""
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    lesctl("flows flush")
+    tr = Transfer(t, cfg, ab, ba, 7300, nbytes=32 * 1024, tag="pep-async")
+    pep_keys_flush()
+    ok, bad = tr.numbers_match()
+    return (ok and tr.delivered()[0] and tr.delta.get("LesPepOpened", 0) > 10 and
+            not tr.delta.get("LesPepErrors") and not tr.delta.get("LesPepAuthFailed"),
+            {"mismatch": bad, "delta": tr.delta})
+
+
 # ---- the opener's queue: bounded, and every header zone accounted for -----------------
 
 def tx_packets(ns, dev):
