@@ -78,6 +78,7 @@ def main():
             print(f"# round {r + 1} {kind}: {res[kind][-1] / 1e6:.2f} Mbit/s", flush=True)
     # PEP observer: keys on m for both directions; hook on vs off.
     pep = {"on": [], "off": []}
+    unread = 0                        # header zones a full backlog left unread
     for r in range(ROUNDS):
         # off-on, on-off, ...: a drift of the machine over the run cancels out.
         for state in (("off", "on") if r % 2 == 0 else ("on", "off")):
@@ -90,6 +91,7 @@ def main():
             pep[state].append(iperf(cfg))
             cpu = cpu_busy(cpu, cpu_times())
             st = {ln.split()[0]: ln.split()[1] for ln in lesctl("stats").stdout.splitlines()}
+            unread = int(st.get("LesPepBacklogFull", 0))
             print(f"# round {r + 1} pep hook {state}: {pep[state][-1] / 1e6:.2f} Mbit/s, CPUs busy {cpu} "
                   f"({st.get('LesPepOpened')} header zones opened so far, "
                   f"{st.get('LesPepBacklogFull')} not for a full backlog)", flush=True)
@@ -98,7 +100,8 @@ def main():
     if ONLY == "pep":
         on_m, off_m = statistics.median(pep["on"]), statistics.median(pep["off"])
         print(f"\nbench ({os.uname().release}): PEP hook on/off {on_m / off_m:.3f} (rounds "
-              f"{', '.join(f'{a / b:.3f}' for a, b in zip(pep['on'], pep['off']))}; target >= 0.9)")
+              f"{', '.join(f'{a / b:.3f}' for a, b in zip(pep['on'], pep['off']))}; target >= 0.9), "
+              f"{unread} header zones left unread")
         topology_down()
         return 0
     esp_sizes = wire_sizes(cfg, True, out)
@@ -121,11 +124,13 @@ def main():
     print(f"| TCP throughput, median of {ROUNDS} x {SECONDS} s (Mbit/s) | {off_m / 1e6:.2f} | "
           f"{on_m / 1e6:.2f} | **{on_m / off_m:.3f}** |")
     print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in pep_ratios)} |")
+    print(f"\nHeader zones the PEP left unread for a full backlog: {unread} (a hook-on round "
+          f"counts only if it opened every one).")
     print(f"\nBytes on the wire for UDP payloads of 1, 100, 500, 1000, 1300 bytes: "
           f"ESP {esp_sizes}, LES {les_sizes}; LES adds {sorted(set(over))} bytes a packet.")
-    ok = les_m / esp_m >= 0.95 and set(over) == {20} and on_m / off_m >= 0.9
+    ok = les_m / esp_m >= 0.95 and set(over) == {20} and on_m / off_m >= 0.9 and not unread
     print(f"\nbench: ratio {les_m / esp_m:.3f} (target >= 0.95), overhead {sorted(set(over))} "
-          f"(target <= 20), PEP hook on/off {on_m / off_m:.3f} (target >= 0.9): "
+          f"(target <= 20), PEP hook on/off {on_m / off_m:.3f} (target >= 0.9, {unread} unread): "
           f"{'met' if ok else 'NOT met'}")
     return 0
 
