@@ -1,23 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The PEP node's eyes: a netfilter hook on the forwarding path that opens
- * the header zone of LES packets it has a PEP key for, and tells the flow
- * table what it read.
+ * The PEP node's eyes: a netfilter hook on the forwarding path that copies
+ * out the header zone of LES packets it has a PEP key for, and an opener
+ * that opens the copies and tells the flow table what it read.
  *
  * PEP keys are xfrm states with a pep-view blob and the namespace's PEP
  * mark (docs/pep.md): the operator sees them with "ip xfrm state", xfrm
  * expires them with their lifetime, and normal input, whose packets carry
  * no such mark, never matches them.  The hook never changes a packet
- * (BRIEF D3): it copies the header zone out, opens the copy, and accepts
- * the packet whatever it found, a forged header zone included.
+ * (BRIEF D3) and accepts it whatever it holds, a forged header zone
+ * included.
  *
- * Nothing the PEP reads changes the packet's fate, so the hook only copies
- * the header zone out and queues it; one work item per namespace opens the
- * queue in order, off the forwarding path and on whichever CPU is free.
- * Forwarding pays a lookup, a copy and a list insertion, not an AEAD call
- * (docs/benchmarks.md has what that is worth).  The queue is bounded: when
- * the opener falls that far behind, header zones go unread and counted,
- * never packets.
+ * Since nothing the PEP reads changes a packet's fate, the AEAD call is
+ * not made on the forwarding path: one work item per namespace opens the
+ * queued copies in order, on whichever CPU is free.  Forwarding pays a
+ * lookup, a copy and a list insertion (docs/benchmarks.md has what that
+ * is worth).  The queue is bounded: when the opener falls that far behind,
+ * header zones go unread and counted, never packets.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -35,7 +34,6 @@
 
 #include "les.h"
 #include "pep.h"
-#include "compat.h"
 
 /*
  * After the filter and security tables: the hook sees what is really

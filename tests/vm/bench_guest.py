@@ -97,8 +97,8 @@ def main():
                   f"{st.get('LesPepBacklogFull')} not for a full backlog)", flush=True)
     pep_keys_flush()
     lesctl("pep set hook on")
+    on_m, off_m = statistics.median(pep["on"]), statistics.median(pep["off"])
     if ONLY == "pep":
-        on_m, off_m = statistics.median(pep["on"]), statistics.median(pep["off"])
         print(f"\nbench ({os.uname().release}): PEP hook on/off {on_m / off_m:.3f} (rounds "
               f"{', '.join(f'{a / b:.3f}' for a, b in zip(pep['on'], pep['off']))}; target >= 0.9), "
               f"{unread} header zones left unread")
@@ -109,7 +109,6 @@ def main():
     topology_down()
     esp_m, les_m = statistics.median(res["esp"]), statistics.median(res["les"])
     ratios = [l / e for l, e in zip(res["les"], res["esp"])]
-    on_m, off_m = statistics.median(pep["on"]), statistics.median(pep["off"])
     pep_ratios = [a / b for a, b in zip(pep["on"], pep["off"])]
     over = [l - e for l, e in zip(les_sizes, esp_sizes)]
     kver = os.uname().release

@@ -334,6 +334,22 @@ def opens_async(t, cfg, ab, ba):
 
 # ---- the opener's queue: bounded, and every header zone accounted for -----------------
 
+def flood_setup(t, spi, port, n, name):
+    """PEP keys on m for a tunnel whose endpoints are gone again, and a file
+    of n SYNs a sealed for it (one per source port from port on), for the
+    raw-flood agent: only m's hook reads them, b drops them at once."""
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, spi)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    seqs = {ab.spi: iter(range(1, 10 ** 6)), ba.spi: iter(range(1, 10 ** 6))}
+    path = f"{t.out}/{name}.hex"
+    with open(path, "w") as f:
+        f.write("\n".join(handshake_pkts(cfg, ab, ba, seqs, port + i)[0].hex() for i in range(n)))
+    xfrm_flush()
+    return cfg, path
+
+
 def tx_packets(ns, dev):
     link = json.loads(sh(f"ip -s -j link show dev {dev}", ns=ns).stdout)[0]
     return link["stats64"]["tx"]["packets"]
@@ -343,16 +359,7 @@ def backlog_bound(T, t):
     """backlog 1 against a flood: a header zone that finds the queue full is
     counted and not read, its packet is forwarded, and every keyed packet the
     hook saw is either opened or counted as not."""
-    cfg = Config("tunnel", 4, 4)
-    ab, ba = tunnel_up(cfg, 0x6400)
-    pep_keys_flush()
-    pep_keys_up(ab, ba)
-    seqs = {ab.spi: iter(range(1, 10 ** 6)), ba.spi: iter(range(1, 10 ** 6))}
-    pkts = [handshake_pkts(cfg, ab, ba, seqs, 22000 + i)[0] for i in range(100)]
-    path = f"{t.out}/pep-backlog.hex"
-    with open(path, "w") as f:
-        f.write("\n".join(p.hex() for p in pkts))
-    xfrm_flush()                      # b drops the flood at once
+    cfg, path = flood_setup(t, 0x6400, 22000, 100, "pep-backlog")
     # What reaches the forward hook: an nft counter in front of les.ko's.
     sh("nft add table inet lestest; "
        "nft add chain inet lestest seen '{ type filter hook forward priority 0; }'; "
@@ -434,16 +441,7 @@ def lesctl_errors(T, t):
 # ---- unload with packets in the hook ---------------------------------------------------
 
 def unload_under_traffic(T, t, ko):
-    cfg = Config("tunnel", 4, 4)
-    ab, ba = tunnel_up(cfg, 0x6300)
-    pep_keys_flush()
-    pep_keys_up(ab, ba)
-    seqs = {ab.spi: iter(range(1, 10 ** 6)), ba.spi: iter(range(1, 10 ** 6))}
-    pkts = [handshake_pkts(cfg, ab, ba, seqs, 20000 + i)[0] for i in range(200)]
-    path = f"{t.out}/pep-flood.hex"
-    with open(path, "w") as f:
-        f.write("\n".join(p.hex() for p in pkts))
-    xfrm_flush()                      # the endpoints no longer need les.ko
+    cfg, path = flood_setup(t, 0x6300, 20000, 200, "pep-flood")
     flood = Bg("a", "raw-flood", cfg.outer("b"), path, 60)
     T.ok(wait_for(lambda: counters("m").get("LesPepOpened", 0) > 0, 10),
          "the hook is opening header zones of the flood", counters("m"))

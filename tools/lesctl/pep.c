@@ -476,20 +476,22 @@ static int pep_set_parse(int argc, char **argv, struct settings *set)
 static int pep_set(struct les_nl *nl, const struct settings *set)
 {
 	struct nlmsghdr *nlh;
+	unsigned int w;
 
 	nlh = nl_request(nl, nl->family, LES_CMD_SET_CONFIG, LES_GENL_VERSION, NLM_F_ACK);
-	if (set->have & 1U << LES_A_HOOK)
-		mnl_attr_put_u8(nlh, LES_A_HOOK, set->v[LES_A_HOOK]);
-	if (set->have & 1U << LES_A_MAX_FLOWS)
-		mnl_attr_put_u32(nlh, LES_A_MAX_FLOWS, set->v[LES_A_MAX_FLOWS]);
-	if (set->have & 1U << LES_A_IDLE_TIMEOUT)
-		mnl_attr_put_u32(nlh, LES_A_IDLE_TIMEOUT, set->v[LES_A_IDLE_TIMEOUT]);
-	if (set->have & 1U << LES_A_PEP_MARK)
-		mnl_attr_put_u32(nlh, LES_A_PEP_MARK, set->v[LES_A_PEP_MARK]);
-	if (set->have & 1U << LES_A_ENCAP_PORT)
-		mnl_attr_put_u16(nlh, LES_A_ENCAP_PORT, set->v[LES_A_ENCAP_PORT]);
-	if (set->have & 1U << LES_A_BACKLOG)
-		mnl_attr_put_u32(nlh, LES_A_BACKLOG, set->v[LES_A_BACKLOG]);
+	for (w = 0; w < sizeof(setting_words) / sizeof(setting_words[0]); w++) {
+		int attr = setting_words[w].attr;
+
+		if (!(set->have & 1U << attr))
+			continue;
+		/* The attribute is as wide as the setting's range (les_genl.h). */
+		if (setting_words[w].max <= 0xff)
+			mnl_attr_put_u8(nlh, attr, set->v[attr]);
+		else if (setting_words[w].max <= 0xffff)
+			mnl_attr_put_u16(nlh, attr, set->v[attr]);
+		else
+			mnl_attr_put_u32(nlh, attr, set->v[attr]);
+	}
 	if (nl_talk(nl, nlh, NULL, NULL) < 0)
 		return nl_fail(nl, "pep set");
 	return 0;
