@@ -25,6 +25,29 @@
 #define LES_FLOW_BUCKET_BITS	12
 #define LES_FLOW_EVICT_SCAN	16	/* oldest flows a new one may replace */
 #define LES_FLOW_GC_BUDGET	4096	/* flows a GC run may free */
+#define LES_FLOW_FLUSH_BATCH	256	/* flows freed per hold of the lock */
+
+/* Charged to the namespace's memory cgroup (pep.c sets it active). */
+static struct kmem_cache *les_flow_cache __read_mostly;
+
+int les_flow_cache_init(void)
+{
+	les_flow_cache = kmem_cache_create("les_flow", sizeof(struct les_flow), 0,
+					   SLAB_ACCOUNT, NULL);
+	return les_flow_cache ? 0 : -ENOMEM;
+}
+
+void les_flow_cache_exit(void)
+{
+	kmem_cache_destroy(les_flow_cache);
+}
+
+/* What this table may hold now: its own limit, within the initial namespace's. */
+static unsigned int les_flow_max(const struct les_flow_table *t)
+{
+	return les_pep_limit(t->max_flows,
+			     READ_ONCE(les_pep_net(&init_net)->flows.max_flows));
+}
 
 static u32 les_flow_hash(const struct les_flow_table *t,
 			 const struct les_flow_key *key)
@@ -70,7 +93,8 @@ static void les_flow_free(struct les_flow_table *t, struct les_flow *f)
 	hlist_del(&f->hnode);
 	list_del(&f->lru);
 	t->count--;
-	kfree(f);
+	t->gen++;
+	kmem_cache_free(les_flow_cache, f);
 }
 
 static bool les_flow_idle(const struct les_flow_table *t,
@@ -103,20 +127,25 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 {
 	struct les_flow *f;
 
-	if (!t->max_flows)
+	unsigned int max = les_flow_max(t);
+
+	if (!max)
 		return NULL;
-	if (t->count >= t->max_flows && !les_flow_evict_one(t, now)) {
+	if (t->count >= max && !les_flow_evict_one(t, now)) {
 		les_stat_inc(t->net, LES_STAT_PEP_TABLE_FULL);
 		return NULL;
 	}
-	f = kzalloc(sizeof(*f), GFP_ATOMIC);
-	if (!f)
+	f = kmem_cache_zalloc(les_flow_cache, GFP_ATOMIC | __GFP_ACCOUNT);
+	if (!f) {
+		les_stat_inc(t->net, LES_STAT_PEP_ERRORS);
 		return NULL;
+	}
 	f->key = *key;
 	f->created = now;
 	f->state = LES_FLOW_ESTABLISHED;
 	hlist_add_head(&f->hnode, &t->buckets[hash]);
 	list_add_tail(&f->lru, &t->lru);
+	t->gen++;
 	if (!t->count++)
 		queue_delayed_work(system_power_efficient_wq, &t->gc, HZ);
 	les_stat_inc(t->net, LES_STAT_PEP_FLOWS_NEW);
@@ -250,7 +279,7 @@ static void les_flow_gc(struct work_struct *work)
 	list_for_each_entry_safe(f, tmp, &t->lru, lru) {
 		if (!budget)
 			break;
-		if (t->count > t->max_flows) {
+		if (t->count > les_flow_max(t)) {
 			/* The limit was lowered: the oldest go first. */
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
@@ -269,14 +298,20 @@ static void les_flow_gc(struct work_struct *work)
 				   budget ? HZ : 1);
 }
 
+/* In batches: a table of millions never holds the lock for long. */
 void les_flow_flush(struct les_flow_table *t)
 {
-	struct les_flow *f, *tmp;
+	unsigned int n;
+	bool more;
 
-	spin_lock_bh(&t->lock);
-	list_for_each_entry_safe(f, tmp, &t->lru, lru)
-		les_flow_free(t, f);
-	spin_unlock_bh(&t->lock);
+	do {
+		spin_lock_bh(&t->lock);
+		for (n = 0; n < LES_FLOW_FLUSH_BATCH && !list_empty(&t->lru); n++)
+			les_flow_free(t, list_first_entry(&t->lru, struct les_flow, lru));
+		more = !list_empty(&t->lru);
+		spin_unlock_bh(&t->lock);
+		cond_resched();
+	} while (more);
 }
 
 void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
@@ -300,8 +335,14 @@ unsigned int les_flow_count(struct les_flow_table *t)
 	return n;
 }
 
+/*
+ * A dump takes several calls, and flows come and go between them: the
+ * position (bucket, entry) may then repeat or skip a flow.  *@gen tells the
+ * caller which table it read, so that netlink can flag a dump that spans
+ * two (NLM_F_DUMP_INTR) and lesctl can ask again.
+ */
 int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
-		  unsigned long *bucket, unsigned long *skip,
+		  unsigned long *bucket, unsigned long *skip, unsigned int *gen,
 		  int (*fill)(struct sk_buff *skb, const struct les_flow *f,
 			      void *arg),
 		  void *arg)
@@ -310,6 +351,7 @@ int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
 	struct les_flow *f;
 
 	spin_lock_bh(&t->lock);
+	*gen = t->gen ?: 1;
 	for (; *bucket < nbuckets; (*bucket)++, *skip = 0) {
 		unsigned long i = 0;
 
@@ -339,6 +381,8 @@ int les_flow_table_init(struct les_flow_table *t, struct net *net)
 	t->seed = get_random_u32();
 	t->net = net;
 	t->count = 0;
+	/* Not 0: netlink takes a dump sequence of 0 for "not set". */
+	t->gen = 1;
 	t->max_flows = LES_PEP_MAX_FLOWS_DEFAULT;
 	t->idle_timeout = LES_PEP_IDLE_TIMEOUT_DEFAULT;
 	return 0;

@@ -14,7 +14,8 @@
 
 static struct genl_family les_genl_family;
 
-static const struct nla_policy les_genl_policy[LES_A_MAX + 1] = {
+/* Only "pep set" takes attributes; every other command takes none. */
+static const struct nla_policy les_genl_set_policy[LES_A_MAX + 1] = {
 	[LES_A_HOOK]		= NLA_POLICY_MAX(NLA_U8, 1),
 	[LES_A_MAX_FLOWS]	= { .type = NLA_U32 },
 	[LES_A_IDLE_TIMEOUT]	= { .type = NLA_U32 },
@@ -71,19 +72,31 @@ static int les_genl_get_config(struct sk_buff *skb, struct genl_info *info)
 
 static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 {
-	struct les_pep_net *pn = les_pep_net(genl_info_net(info));
+	struct net *net = genl_info_net(info);
+	struct les_pep_net *pn = les_pep_net(net);
+	struct les_pep_net *init_pn = les_pep_net(&init_net);
 	struct les_flow_table *t = &pn->flows;
-	unsigned int max_flows = READ_ONCE(t->max_flows);
-	unsigned int idle = READ_ONCE(t->idle_timeout);
 	struct nlattr **a = info->attrs;
-	int err;
+	unsigned int max_flows, idle;
+	int err = 0;
 
+	/* Settings change together or not at all, one caller at a time. */
+	mutex_lock(&pn->cfg_lock);
+	max_flows = READ_ONCE(t->max_flows);
+	idle = READ_ONCE(t->idle_timeout);
 	if (a[LES_A_MAX_FLOWS]) {
 		max_flows = nla_get_u32(a[LES_A_MAX_FLOWS]);
 		if (max_flows > LES_PEP_MAX_FLOWS_LIMIT) {
 			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_MAX_FLOWS],
 					    "max-flows is at most 4194304");
-			return -ERANGE;
+			err = -ERANGE;
+			goto out;
+		}
+		if (net != &init_net && max_flows > READ_ONCE(init_pn->flows.max_flows)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_MAX_FLOWS],
+					    "max-flows cannot exceed the initial namespace's");
+			err = -EPERM;
+			goto out;
 		}
 	}
 	if (a[LES_A_IDLE_TIMEOUT]) {
@@ -91,26 +104,38 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 		if (!idle || idle > LES_PEP_IDLE_TIMEOUT_MAX) {
 			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_IDLE_TIMEOUT],
 					    "idle-timeout is 1 to 86400 seconds");
-			return -ERANGE;
+			err = -ERANGE;
+			goto out;
 		}
 	}
-	if (a[LES_A_BACKLOG] && (!nla_get_u32(a[LES_A_BACKLOG]) ||
-				 nla_get_u32(a[LES_A_BACKLOG]) > LES_PEP_BACKLOG_MAX)) {
-		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_BACKLOG],
-				    "backlog is 1 to 65536 header zones");
-		return -ERANGE;
+	if (a[LES_A_BACKLOG]) {
+		unsigned int backlog = nla_get_u32(a[LES_A_BACKLOG]);
+
+		if (!backlog || backlog > LES_PEP_BACKLOG_MAX) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_BACKLOG],
+					    "backlog is 1 to 65536 header zones");
+			err = -ERANGE;
+			goto out;
+		}
+		if (net != &init_net && backlog > READ_ONCE(init_pn->backlog_max)) {
+			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_BACKLOG],
+					    "backlog cannot exceed the initial namespace's");
+			err = -EPERM;
+			goto out;
+		}
 	}
 	if (a[LES_A_ENCAP_PORT] && !nla_get_u16(a[LES_A_ENCAP_PORT])) {
 		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_ENCAP_PORT],
 				    "encap-port cannot be 0");
-		return -ERANGE;
+		err = -ERANGE;
+		goto out;
 	}
 
 	if (a[LES_A_HOOK]) {
 		err = les_pep_set_hook(pn, nla_get_u8(a[LES_A_HOOK]));
 		if (err) {
 			NL_SET_ERR_MSG(info->extack, "could not register the netfilter hook");
-			return err;
+			goto out;
 		}
 	}
 	if (a[LES_A_PEP_MARK])
@@ -121,7 +146,9 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 		WRITE_ONCE(pn->backlog_max, nla_get_u32(a[LES_A_BACKLOG]));
 	if (a[LES_A_MAX_FLOWS] || a[LES_A_IDLE_TIMEOUT])
 		les_flow_set_limits(t, max_flows, idle);
-	return 0;
+out:
+	mutex_unlock(&pn->cfg_lock);
+	return err;
 }
 
 static int les_genl_put_stats(struct sk_buff *msg, struct net *net)
@@ -142,12 +169,16 @@ static int les_genl_put_stats(struct sk_buff *msg, struct net *net)
 }
 
 /*
- * Every read first waits for the opener: what it reports covers each
- * packet forwarded before the request.
+ * An administrator's read first waits for the opener: what it reports
+ * covers each packet forwarded before the request.  Anyone else gets the
+ * counters as they are; nobody unprivileged waits on the backlog.
  */
 static int les_genl_get_stats(struct sk_buff *skb, struct genl_info *info)
 {
-	les_pep_sync(les_pep_net(genl_info_net(info)));
+	struct net *net = genl_info_net(info);
+
+	if (netlink_ns_capable(skb, net->user_ns, CAP_NET_ADMIN))
+		les_pep_sync(les_pep_net(net));
 	return les_genl_reply(info, LES_CMD_GET_STATS, les_genl_put_stats);
 }
 
@@ -310,6 +341,7 @@ static int les_genl_fill_flow(struct sk_buff *skb, const struct les_flow *f,
 			  &les_genl_family, NLM_F_MULTI, LES_CMD_GET_FLOW);
 	if (!hdr)
 		return -EMSGSIZE;
+	genl_dump_check_consistent(cb, hdr);
 	nest = nla_nest_start(skb, LES_A_FLOW);
 	if (!nest ||
 	    nla_put_u8(skb, LES_FLOW_A_FAMILY, f->key.family) ||
@@ -340,7 +372,7 @@ static int les_genl_flow_dump(struct sk_buff *skb, struct netlink_callback *cb)
 	struct les_pep_net *pn = les_pep_net(sock_net(skb->sk));
 
 	return les_flow_dump(&pn->flows, skb, &cb->args[0], &cb->args[1],
-			     les_genl_fill_flow, cb);
+			     &cb->seq, les_genl_fill_flow, cb);
 }
 
 static const struct genl_ops les_genl_ops[] = {
@@ -351,6 +383,8 @@ static const struct genl_ops les_genl_ops[] = {
 	{
 		.cmd	= LES_CMD_SET_CONFIG,
 		.doit	= les_genl_set_config,
+		.policy	= les_genl_set_policy,
+		.maxattr = LES_A_MAX,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{
@@ -380,13 +414,17 @@ static const struct genl_ops les_genl_ops[] = {
 static struct genl_family les_genl_family __ro_after_init = {
 	.name		= LES_GENL_NAME,
 	.version	= LES_GENL_VERSION,
-	.maxattr	= LES_A_MAX,
-	.policy		= les_genl_policy,
 	.netnsok	= true,
+	/* Nothing here needs genl_mutex: each command takes what it needs. */
+	.parallel_ops	= true,
 	.module		= THIS_MODULE,
 	.ops		= les_genl_ops,
 	.n_ops		= ARRAY_SIZE(les_genl_ops),
-	.resv_start_op	= LES_CMD_MAX + 1,
+	/*
+	 * resv_start_op stays 0: every command is validated strictly (header
+	 * flags, reserved field, attributes against its policy, none where it
+	 * has none).
+	 */
 };
 
 int les_genl_init(void)

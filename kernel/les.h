@@ -50,6 +50,9 @@ void les_slot_release(void);
 bool les_slot_has_ipv6(void);
 extern const struct xfrm_type les_sa_type;
 
+/* pep.c: a pep-view SA came or went in @net */
+void les_pep_key_count(struct net *net, int delta);
+
 /* sa.c */
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack);
 void les_sa_destroy(struct xfrm_state *x);
@@ -115,6 +118,9 @@ enum les_stat {
 	LES_STAT_PEP_FLOWS_EVICTED,
 	LES_STAT_PEP_TABLE_FULL,
 	LES_STAT_PEP_BACKLOG_FULL,
+	LES_STAT_PEP_KEY_EXPIRED,
+	LES_STAT_PEP_OUTER_FRAGMENT,
+	LES_STAT_PEP_GSO,
 	LES_STAT_MAX
 };
 

@@ -26,34 +26,40 @@ static int __init les_init(void)
 	err = les_stats_init();
 	if (err)
 		return err;
-	err = les_slot_take();
-	if (err)
-		goto err_stats;
 	err = les_pep_init();
 	if (err)
-		goto err_slot;
+		goto err_stats;
 	err = les_genl_init();
 	if (err)
 		goto err_pep;
+	/*
+	 * Last: from the moment the slot is ours, SAs may point into this
+	 * module, and a module whose init fails is freed whatever points
+	 * into it.  Nothing may fail after this.
+	 */
+	err = les_slot_take();
+	if (err)
+		goto err_genl;
 	pr_info("les: Layered ESP %s, wire format %d: ESP type slot taken for %s\n",
 		LES_VERSION, LES_BLOB_VERSION,
 		les_slot_has_ipv6() ? "IPv4 and IPv6" : "IPv4");
 	return 0;
 
+err_genl:
+	les_genl_exit();
 err_pep:
 	les_pep_exit();
-err_slot:
-	les_slot_release();
 err_stats:
 	les_stats_exit();
 	return err;
 }
 
+/* Only when no SA holds the module: the reverse of les_init(). */
 static void __exit les_exit(void)
 {
+	les_slot_release();
 	les_genl_exit();
 	les_pep_exit();
-	les_slot_release();
 	les_stats_exit();
 	/* Wait for pending RCU callbacks before the module text goes. */
 	rcu_barrier();

@@ -20,11 +20,13 @@
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
+#include <linux/memcontrol.h>
 #include <linux/module.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/overflow.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/udp.h>
 #include <crypto/aead.h>
@@ -50,6 +52,21 @@ static unsigned int les_pep_net_id __read_mostly;
 struct les_pep_net *les_pep_net(struct net *net)
 {
 	return net_generic(net, les_pep_net_id);
+}
+
+void les_pep_key_count(struct net *net, int delta)
+{
+	atomic_add(delta, &les_pep_net(net)->keys);
+}
+
+/*
+ * A namespace other than the initial one (a container, a user namespace's
+ * root) gets at most what the initial namespace allows: the kernel memory
+ * its PEP may take is the host's to bound.
+ */
+unsigned int les_pep_limit(unsigned int own, unsigned int init_net_value)
+{
+	return min(own, init_net_value);
 }
 
 /* Where the packet's ESP header is, and what the outer header says. */
@@ -141,11 +158,21 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 		why = les_pep_parse(op, &pkt);
 
 	spin_lock_bh(&x->lock);
-	if (!why) {
+	/*
+	 * The key may have reached a hard limit, or been deleted, while this
+	 * copy waited: a header zone read with a dead key counts nowhere.  As
+	 * in xfrm_input(), the state is checked under x->lock before it is
+	 * charged; xfrm_state_check_expire() on a state that is no longer
+	 * valid would arm its timer again, and the timer would delete the
+	 * state a second time (list_del corruption).  Like xfrm_input(), a
+	 * key with a hard limit of N opens exactly N header zones.
+	 */
+	if (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x)) {
+		why = LES_STAT_PEP_KEY_EXPIRED;
+	} else if (!why) {
 		/* ip -s xfrm state shows what the PEP key opened; lifetimes count it. */
 		x->curlft.bytes += op->skb_len;
 		x->curlft.packets++;
-		xfrm_state_check_expire(x);
 	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
 		x->stats.integrity_failed++;
 	}
@@ -191,6 +218,7 @@ static void les_pep_opener(struct work_struct *work)
 					      struct les_pep_net, opener);
 	struct aead_request *req = NULL;
 	struct les_pep_op *op, *tmp;
+	struct mem_cgroup *old_memcg;
 	unsigned int req_size = 0;
 	LIST_HEAD(batch);
 
@@ -199,6 +227,8 @@ static void les_pep_opener(struct work_struct *work)
 	WRITE_ONCE(pn->backlog_len, 0);
 	spin_unlock_bh(&pn->backlog_lock);
 
+	/* New flows are the namespace's memory, not the worker's. */
+	old_memcg = set_active_memcg(pn->memcg);
 	list_for_each_entry_safe(op, tmp, &batch, node) {
 		/* One request for the batch, not one per copy in the queue. */
 		unsigned int need = sizeof(*req) + crypto_aead_reqsize(op->aead);
@@ -211,6 +241,7 @@ static void les_pep_opener(struct work_struct *work)
 		les_pep_finish(op, req ? les_pep_open(op, req) : -ENOMEM);
 		cond_resched();
 	}
+	set_active_memcg(old_memcg);
 	kfree_sensitive(req);
 }
 
@@ -221,6 +252,12 @@ static void les_pep_opener(struct work_struct *work)
 void les_pep_sync(struct les_pep_net *pn)
 {
 	flush_delayed_work(&pn->opener);
+}
+
+static unsigned int les_pep_backlog_max(struct les_pep_net *pn)
+{
+	return les_pep_limit(READ_ONCE(pn->backlog_max),
+			     READ_ONCE(les_pep_net(&init_net)->backlog_max));
 }
 
 /*
@@ -234,7 +271,8 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 {
 	unsigned int prefix_len = x->props.flags & XFRM_STATE_ESN ? 12 : 8;
 	unsigned int esp_len = skb->len - outer->esp_off;
-	unsigned int hz_len, hz_end, zone_len;
+	unsigned int hz_len, hz_end, zone_len, backlog_max;
+	struct mem_cgroup *old_memcg;
 	unsigned int queued;
 	struct les_pep_op *op;
 	u8 l[LES_HZLEN_LEN];
@@ -254,11 +292,15 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 		return LES_STAT_PEP_MALFORMED;
 
 	/* Full already: spare the allocation and the copy (checked again below). */
-	if (READ_ONCE(pn->backlog_len) >= READ_ONCE(pn->backlog_max))
+	backlog_max = les_pep_backlog_max(pn);
+	if (READ_ONCE(pn->backlog_len) >= backlog_max)
 		return LES_STAT_PEP_BACKLOG_FULL;
 
 	zone_len = LES_IV_LEN + LES_HZLEN_LEN + hz_len + LES_ICV_LEN;
-	op = kmalloc(struct_size(op, buf, prefix_len + zone_len), GFP_ATOMIC);
+	old_memcg = set_active_memcg(pn->memcg);
+	op = kmalloc(struct_size(op, buf, prefix_len + zone_len),
+		     GFP_ATOMIC | __GFP_ACCOUNT);
+	set_active_memcg(old_memcg);
 	if (!op)
 		return LES_STAT_PEP_ERRORS;
 	op->pn = pn;
@@ -288,7 +330,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	memcpy(op->nonce + LES_SALT_LEN, op->buf + prefix_len, LES_IV_LEN);
 
 	spin_lock(&pn->backlog_lock);
-	if (pn->backlog_len >= READ_ONCE(pn->backlog_max)) {
+	if (pn->backlog_len >= backlog_max) {
 		spin_unlock(&pn->backlog_lock);
 		kfree(op);
 		return LES_STAT_PEP_BACKLOG_FULL;
@@ -303,7 +345,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	 * delay costs no accuracy (the time is noted above), and a wake-up
 	 * per packet cost as much as the AEAD call it moved.
 	 */
-	if (queued == min(READ_ONCE(pn->backlog_max), LES_PEP_BATCH))
+	if (queued == min(backlog_max, LES_PEP_BATCH))
 		mod_delayed_work(les_pep_wq, &pn->opener, 0);
 	else if (queued == 1)
 		queue_delayed_work(les_pep_wq, &pn->opener, 1);
@@ -347,15 +389,18 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 {
 	struct les_pep_net *pn = priv;
 	struct les_pep_outer outer;
+	bool fragment;
 	u8 proto;
+
+	/* Not a PEP (no key in this namespace): nothing to look at. */
+	if (!atomic_read(&pn->keys))
+		return NF_ACCEPT;
 
 	memset(&outer, 0, sizeof(outer));
 	if (state->pf == NFPROTO_IPV4) {
 		const struct iphdr *iph = ip_hdr(skb);
 
-		/* A later fragment carries no header zone. */
-		if (iph->frag_off & htons(IP_OFFSET))
-			return NF_ACCEPT;
+		fragment = iph->frag_off & htons(IP_MF | IP_OFFSET);
 		outer.family = AF_INET;
 		outer.saddr.a4 = iph->saddr;
 		outer.daddr.a4 = iph->daddr;
@@ -363,18 +408,31 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 		proto = iph->protocol;
 	} else {
 		const struct ipv6hdr *ip6h = ipv6_hdr(skb);
-		__be16 frag_off;
+		__be16 frag_off = 0;
 		int off;
 
 		proto = ip6h->nexthdr;
 		off = ipv6_skip_exthdr(skb, skb_network_offset(skb) + sizeof(*ip6h),
 				       &proto, &frag_off);
-		if (off < 0 || (frag_off & htons(IP6_OFFSET)))
+		if (off < 0)
 			return NF_ACCEPT;
+		fragment = frag_off & htons(IP6_OFFSET | IP6_MF);
 		outer.family = AF_INET6;
 		outer.saddr.in6 = ip6h->saddr;
 		outer.daddr.in6 = ip6h->daddr;
 		outer.esp_off = off;
+	}
+	if (proto != IPPROTO_ESP && proto != IPPROTO_UDP)
+		return NF_ACCEPT;
+	/*
+	 * An outer fragment holds part of an ESP packet (a later one cannot
+	 * even tell ESP-in-UDP from other UDP): reading a header zone from it
+	 * would count a part as a packet.  Without conntrack's reassembly the
+	 * PEP lets fragments pass unread.
+	 */
+	if (fragment) {
+		les_stat_inc(pn->net, LES_STAT_PEP_OUTER_FRAGMENT);
+		return NF_ACCEPT;
 	}
 
 	if (proto == IPPROTO_UDP) {
@@ -387,7 +445,14 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 			return NF_ACCEPT;
 		/* RFC 3948: a zero SPI here is IKE's non-ESP marker. */
 		outer.esp_off += sizeof(*uh);
-	} else if (proto != IPPROTO_ESP) {
+	}
+	/*
+	 * A GSO skb (UDP GRO forwarding of ESP-in-UDP) holds several ESP
+	 * packets behind one header: its first would stand for all.  Counted,
+	 * not read.
+	 */
+	if (skb_is_gso(skb)) {
+		les_stat_inc(pn->net, LES_STAT_PEP_GSO);
 		return NF_ACCEPT;
 	}
 
@@ -395,23 +460,18 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 	return NF_ACCEPT;
 }
 
-static unsigned int les_pep_nr_ops(void)
-{
-	return les_slot_has_ipv6() ? 2 : 1;
-}
-
+/* With pn->cfg_lock held. */
 int les_pep_set_hook(struct les_pep_net *pn, bool on)
 {
 	int err = 0;
 
-	mutex_lock(&pn->cfg_lock);
+	lockdep_assert_held(&pn->cfg_lock);
 	if (on && !pn->hook_on)
-		err = nf_register_net_hooks(pn->net, pn->ops, les_pep_nr_ops());
+		err = nf_register_net_hooks(pn->net, pn->ops, ARRAY_SIZE(pn->ops));
 	else if (!on && pn->hook_on)
-		nf_unregister_net_hooks(pn->net, pn->ops, les_pep_nr_ops());
+		nf_unregister_net_hooks(pn->net, pn->ops, ARRAY_SIZE(pn->ops));
 	if (!err)
 		pn->hook_on = on;
-	mutex_unlock(&pn->cfg_lock);
 	return err;
 }
 
@@ -421,6 +481,8 @@ static int __net_init les_pep_net_init(struct net *net)
 	int err, i;
 
 	pn->net = net;
+	atomic_set(&pn->keys, 0);
+	pn->memcg = get_mem_cgroup_from_mm(current->mm);
 	mutex_init(&pn->cfg_lock);
 	pn->hook_on = false;
 	spin_lock_init(&pn->backlog_lock);
@@ -430,7 +492,12 @@ static int __net_init les_pep_net_init(struct net *net)
 	INIT_DELAYED_WORK(&pn->opener, les_pep_opener);
 	pn->pep_mark = LES_PEP_MARK_DEFAULT;
 	pn->encap_port = LES_PEP_ENCAP_PORT_DEFAULT;
-	for (i = 0; i < 2; i++) {
+	/*
+	 * Both families, whatever the ESP slot holds (it is taken after the
+	 * namespaces are set up): an IPv6 hook on a host without IPv6 traffic
+	 * is never called.
+	 */
+	for (i = 0; i < ARRAY_SIZE(pn->ops); i++) {
 		pn->ops[i].hook = les_pep_hook;
 		pn->ops[i].priv = pn;
 		pn->ops[i].pf = i ? NFPROTO_IPV6 : NFPROTO_IPV4;
@@ -439,15 +506,21 @@ static int __net_init les_pep_net_init(struct net *net)
 	}
 	err = les_flow_table_init(&pn->flows, net);
 	if (err)
-		return err;
+		goto err_memcg;
 	if (pep_hook) {
+		mutex_lock(&pn->cfg_lock);
 		err = les_pep_set_hook(pn, true);
-		if (err) {
-			les_flow_table_destroy(&pn->flows);
-			return err;
-		}
+		mutex_unlock(&pn->cfg_lock);
+		if (err)
+			goto err_flows;
 	}
 	return 0;
+
+err_flows:
+	les_flow_table_destroy(&pn->flows);
+err_memcg:
+	mem_cgroup_put(pn->memcg);
+	return err;
 }
 
 static void __net_exit les_pep_net_exit(struct net *net)
@@ -458,9 +531,13 @@ static void __net_exit les_pep_net_exit(struct net *net)
 	 * Unregistering waits for packets in the hook; after it nothing is
 	 * queued, and what is queued already is opened before the table goes.
 	 */
+	mutex_lock(&pn->cfg_lock);
 	les_pep_set_hook(pn, false);
+	mutex_unlock(&pn->cfg_lock);
 	flush_delayed_work(&pn->opener);
 	les_flow_table_destroy(&pn->flows);
+	mem_cgroup_put(pn->memcg);
+	pn->memcg = NULL;
 }
 
 static struct pernet_operations les_pep_net_ops = {
@@ -474,13 +551,24 @@ int les_pep_init(void)
 {
 	int err;
 
+	err = les_flow_cache_init();
+	if (err)
+		return err;
 	/* Unbound: the opener runs where the forwarding is not. */
 	les_pep_wq = alloc_workqueue("les_pep", WQ_UNBOUND, 0);
-	if (!les_pep_wq)
-		return -ENOMEM;
+	if (!les_pep_wq) {
+		err = -ENOMEM;
+		goto err_cache;
+	}
 	err = register_pernet_subsys(&les_pep_net_ops);
 	if (err)
-		destroy_workqueue(les_pep_wq);
+		goto err_wq;
+	return 0;
+
+err_wq:
+	destroy_workqueue(les_pep_wq);
+err_cache:
+	les_flow_cache_exit();
 	return err;
 }
 
@@ -488,4 +576,5 @@ void les_pep_exit(void)
 {
 	unregister_pernet_subsys(&les_pep_net_ops);
 	destroy_workqueue(les_pep_wq);
+	les_flow_cache_exit();
 }

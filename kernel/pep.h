@@ -79,6 +79,7 @@ struct les_flow_table {
 	unsigned int count;
 	u32 seed;
 	struct delayed_work gc;
+	u32 gen;			/* bumped when a flow comes or goes: dumps */
 	struct net *net;
 	unsigned int max_flows, idle_timeout;	/* settings: lesctl pep set */
 };
@@ -96,6 +97,13 @@ struct les_pep_pkt {
 /* The PEP state of one network namespace. */
 struct les_pep_net {
 	struct net *net;
+	/*
+	 * pep-view SAs in the namespace: without one the hook returns at
+	 * once, so a host that is no PEP pays no lookup and no counter.
+	 */
+	atomic_t keys;
+	/* Of the namespace's creator: charged for what the PEP allocates. */
+	struct mem_cgroup *memcg;
 	struct mutex cfg_lock;		/* hook (un)registration, settings */
 	bool hook_on;
 	u32 pep_mark;
@@ -113,10 +121,13 @@ struct les_pep_net {
 int les_pep_init(void);
 void les_pep_exit(void);
 struct les_pep_net *les_pep_net(struct net *net);
-int les_pep_set_hook(struct les_pep_net *pn, bool on);
+int les_pep_set_hook(struct les_pep_net *pn, bool on);	/* cfg_lock held */
 void les_pep_sync(struct les_pep_net *pn);
+unsigned int les_pep_limit(unsigned int own, unsigned int init_net_value);
 
 /* flow.c */
+int les_flow_cache_init(void);
+void les_flow_cache_exit(void);
 int les_flow_table_init(struct les_flow_table *t, struct net *net);
 void les_flow_table_destroy(struct les_flow_table *t);
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt);
@@ -124,9 +135,12 @@ void les_flow_flush(struct les_flow_table *t);
 void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
 			 unsigned int idle_timeout);
 unsigned int les_flow_count(struct les_flow_table *t);
-/* Fills @msg-sized records from bucket *@bucket, entry *@skip on. */
+/*
+ * Fills records from bucket *@bucket, entry *@skip on; *@gen is the
+ * table's generation the records were read under (NLM_F_DUMP_INTR).
+ */
 int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
-		  unsigned long *bucket, unsigned long *skip,
+		  unsigned long *bucket, unsigned long *skip, unsigned int *gen,
 		  int (*fill)(struct sk_buff *skb, const struct les_flow *f,
 			      void *arg),
 		  void *arg);

@@ -228,6 +228,8 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	spin_lock_bh(&les_sa_table_lock);
 	hash_add_rcu(les_sa_table, &sa->node, (unsigned long)x);
 	spin_unlock_bh(&les_sa_table_lock);
+	if (sa->role == LES_ROLE_PEP_VIEW)
+		les_pep_key_count(xs_net(x), 1);
 	return 0;
 
 fail:
@@ -247,6 +249,8 @@ void les_sa_destroy(struct xfrm_state *x)
 	spin_lock_bh(&les_sa_table_lock);
 	hash_del_rcu(&sa->node);
 	spin_unlock_bh(&les_sa_table_lock);
+	if (sa->role == LES_ROLE_PEP_VIEW)
+		les_pep_key_count(xs_net(x), -1);
 	/*
 	 * No packet uses the keys any more (every skb in flight holds @x), but
 	 * a lookup for another SA may still be walking past this entry.

@@ -5,7 +5,7 @@
  * counters (XfrmInStateProtoError, per-SA integrity-failed and replay) are
  * bumped as well, by xfrm, from the errors les.ko returns.
  */
-#include <linux/atomic.h>
+#include <linux/percpu.h>
 #include <linux/proc_fs.h>
 #include <linux/seq_file.h>
 #include <net/net_namespace.h>
@@ -14,12 +14,17 @@
 #include "les.h"
 
 /*
- * Counters live in the net_generic area itself: it is freed only after
- * every pernet exit has run, so a late async completion in a dying
- * namespace (xfrm's exit runs after ours) still counts into valid memory.
+ * Per CPU, as xfrm's and SNMP's MIBs are: the hot paths never share a
+ * cache line for counting.  A reader sums the CPUs.  The area lives until
+ * the namespace's pernet exit, after the devices (and with them every skb
+ * in flight) are gone, as net->mib.xfrm_statistics does.
  */
+struct les_mib {
+	unsigned long mibs[LES_STAT_MAX];
+};
+
 struct les_net {
-	atomic64_t stats[LES_STAT_MAX];
+	struct les_mib __percpu *mib;
 };
 
 static unsigned int les_net_id __read_mostly;
@@ -47,20 +52,27 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_PEP_FLOWS_EVICTED]	= "LesPepFlowsEvicted",
 	[LES_STAT_PEP_TABLE_FULL]	= "LesPepTableFull",
 	[LES_STAT_PEP_BACKLOG_FULL]	= "LesPepBacklogFull",
+	[LES_STAT_PEP_KEY_EXPIRED]	= "LesPepKeyExpired",
+	[LES_STAT_PEP_OUTER_FRAGMENT]	= "LesPepOuterFragment",
+	[LES_STAT_PEP_GSO]		= "LesPepGso",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)
 {
 	struct les_net *ln = net_generic(net, les_net_id);
 
-	atomic64_inc(&ln->stats[item]);
+	this_cpu_inc(ln->mib->mibs[item]);
 }
 
 u64 les_stat_read(struct net *net, enum les_stat item)
 {
 	struct les_net *ln = net_generic(net, les_net_id);
+	u64 sum = 0;
+	int cpu;
 
-	return atomic64_read(&ln->stats[item]);
+	for_each_possible_cpu(cpu)
+		sum += per_cpu_ptr(ln->mib, cpu)->mibs[item];
+	return sum;
 }
 
 const char *les_stat_name(enum les_stat item)
@@ -71,26 +83,35 @@ const char *les_stat_name(enum les_stat item)
 static int les_stat_show(struct seq_file *seq, void *v)
 {
 	struct net *net = seq_file_single_net(seq);
-	struct les_net *ln = net_generic(net, les_net_id);
 	int i;
 
 	for (i = 0; i < LES_STAT_MAX; i++)
-		seq_printf(seq, "%-24s\t%lld\n", les_stat_names[i],
-			   (long long)atomic64_read(&ln->stats[i]));
+		seq_printf(seq, "%-24s\t%llu\n", les_stat_names[i],
+			   (unsigned long long)les_stat_read(net, i));
 	return 0;
 }
 
 static int __net_init les_net_init(struct net *net)
 {
-	if (!proc_create_net_single("les_stat", 0444, net->proc_net,
-				    les_stat_show, NULL))
+	struct les_net *ln = net_generic(net, les_net_id);
+
+	ln->mib = alloc_percpu_gfp(struct les_mib, GFP_KERNEL_ACCOUNT);
+	if (!ln->mib)
 		return -ENOMEM;
+	if (!proc_create_net_single("les_stat", 0444, net->proc_net,
+				    les_stat_show, NULL)) {
+		free_percpu(ln->mib);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 static void __net_exit les_net_exit(struct net *net)
 {
+	struct les_net *ln = net_generic(net, les_net_id);
+
 	remove_proc_entry("les_stat", net->proc_net);
+	free_percpu(ln->mib);
 }
 
 static struct pernet_operations les_net_ops = {

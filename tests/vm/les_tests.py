@@ -19,6 +19,7 @@ from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E4
                    counters, encap_hold, delta, key, policies, sa_stats, sh, topology_down,
                    topology_up, tunnel_up, xfrm_flush, MIDDLE_TO_B)
 
+import hardening_tests  # noqa: E402
 import pep_tests  # noqa: E402
 
 T = Tap()
@@ -531,6 +532,7 @@ def main():
         ("pep-origin", test_pep_origin),
         ("bad-input", test_bad_input),
         ("pep", lambda: pep_tests.run(T, OUT, KO)),
+        ("hardening", lambda: hardening_tests.run(T, OUT, KO)),
         ("in-use", test_unload_refused_while_in_use),
         ("async", test_async),
     ]

@@ -501,10 +501,11 @@ def run(T, out, ko):
                      "with the hook off the PEP does nothing", tr.delta)
                 lesctl("pep set hook on")
                 pep_keys_flush()
+                time.sleep(1)   # deleted keys leave the count after xfrm's GC
                 tr = Transfer(t, cfg, ab, ba, 7251, nbytes=32 * 1024, tag="pep-nokey")
-                T.ok(tr.delivered()[0] and tr.delta.get("LesPepNoKey", 0) > 10 and
+                T.ok(tr.delivered()[0] and "LesPepNoKey" not in tr.delta and
                      "LesPepOpened" not in tr.delta and tr.flow is None,
-                     "without keys the PEP only counts the lookups", tr.delta)
+                     "without keys the PEP makes no lookup and counts nothing", tr.delta)
                 T.run("without keys LES is forwarded unchanged", tr.unchanged_on_the_wire)
         except Exception as e:  # noqa: BLE001
             T.ok(False, "set-up", e)

@@ -23,8 +23,12 @@ struct les_nl {
 	unsigned int portid, seq;
 	uint16_t family;
 	char errmsg[256];	/* the kernel's extack message, if any */
+	int dump_intr;		/* the kernel flagged the dump NLM_F_DUMP_INTR */
 	char buf[65536];		/* the largest dump part the kernel sends */
 };
+
+/* Where answers are printed: stdout, or a buffer while a dump may be retried. */
+static FILE *outf;
 
 /* What one request's callbacks share: the data callback gets @data. */
 struct talk {
@@ -66,7 +70,8 @@ static int cb_error(const struct nlmsghdr *nlh, void *data)
 /* The end of a dump; it carries an error if the dump failed part way. */
 static int cb_done(const struct nlmsghdr *nlh, void *data)
 {
-	(void)data;
+	if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+		((struct talk *)data)->nl->dump_intr = 1;
 	if (mnl_nlmsg_get_payload_len(nlh) >= sizeof(int)) {
 		int err = *(const int *)mnl_nlmsg_get_payload(nlh);
 
@@ -111,16 +116,38 @@ static int talk_data(const struct nlmsghdr *nlh, void *data)
 {
 	struct talk *t = data;
 
+	if (nlh->nlmsg_flags & NLM_F_DUMP_INTR)
+		t->nl->dump_intr = 1;
 	return t->cb ? t->cb(nlh, t->data) : MNL_CB_OK;
 }
 
-/* Sends @nlh and feeds every answer to @cb; 0 or -1 with errno set. */
+/* Reads the current request's answers up to their end, unparsed. */
+static void nl_drain(struct les_nl *nl)
+{
+	for (;;) {
+		int len = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf));
+		const struct nlmsghdr *nlh = (const struct nlmsghdr *)nl->buf;
+
+		if (len <= 0)
+			return;
+		for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len))
+			if (nlh->nlmsg_seq == nl->seq &&
+			    (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_ERROR))
+				return;
+	}
+}
+
+/*
+ * Sends @nlh and feeds every answer to @cb; 0 or -1 with errno set (EINTR:
+ * a dump the kernel flagged as interrupted, nl->dump_intr set).
+ */
 static int nl_talk(struct les_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
 	struct talk t = { .nl = nl, .cb = cb, .data = data };
 	int ret;
 
 	nl->errmsg[0] = 0;
+	nl->dump_intr = 0;
 	if (mnl_socket_sendto(nl->sock, nlh, nlh->nlmsg_len) < 0)
 		return -1;
 	do {
@@ -130,6 +157,12 @@ static int nl_talk(struct les_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *d
 		ret = mnl_cb_run2(nl->buf, ret, nl->seq, nl->portid, talk_data, &t,
 				  ctl_cbs, NLMSG_MIN_TYPE);
 	} while (ret > MNL_CB_STOP);
+	if (ret < 0 && errno == EINTR) {
+		/* libmnl stops at NLM_F_DUMP_INTR: read the dump's rest away. */
+		nl->dump_intr = 1;
+		nl_drain(nl);
+		errno = EINTR;
+	}
 	return ret < 0 ? -1 : 0;
 }
 
@@ -331,7 +364,7 @@ static int key_cb(const struct nlmsghdr *nlh, void *data)
 	expires = get_uint(t.tb[LES_KEY_A_EXPIRES]);
 
 	if (json) {
-		printf("%s{\"src\":\"%s\",\"dst\":\"%s\",\"spi\":%llu,\"mark\":%u,\"active\":%s,"
+		fprintf(outf, "%s{\"src\":\"%s\",\"dst\":\"%s\",\"spi\":%llu,\"mark\":%u,\"active\":%s,"
 		       "\"mode\":\"%s\",\"esn\":%s,\"keylen\":%llu,",
 		       k->n ? "," : "", src, dst, get_uint(t.tb[LES_KEY_A_SPI]), mark,
 		       mark == k->pep_mark ? "true" : "false",
@@ -339,33 +372,33 @@ static int key_cb(const struct nlmsghdr *nlh, void *data)
 		       esn ? "true" : "false",
 		       get_uint(t.tb[LES_KEY_A_KEYLEN]));
 		if (t.tb[LES_KEY_A_ENCAP_SPORT] && t.tb[LES_KEY_A_ENCAP_DPORT])
-			printf("\"encap\":{\"sport\":%llu,\"dport\":%llu},",
+			fprintf(outf, "\"encap\":{\"sport\":%llu,\"dport\":%llu},",
 			       get_uint(t.tb[LES_KEY_A_ENCAP_SPORT]),
 			       get_uint(t.tb[LES_KEY_A_ENCAP_DPORT]));
-		printf("\"expires\":%llu,\"packets\":%llu,\"bytes\":%llu,\"auth_failed\":%llu}",
+		fprintf(outf, "\"expires\":%llu,\"packets\":%llu,\"bytes\":%llu,\"auth_failed\":%llu}",
 		       expires,
 		       get_uint(t.tb[LES_KEY_A_PACKETS]),
 		       get_uint(t.tb[LES_KEY_A_BYTES]),
 		       get_uint(t.tb[LES_KEY_A_AUTH_FAILED]));
 	} else {
-		printf("key src %s dst %s spi 0x%08llx mode %s%s",
+		fprintf(outf, "key src %s dst %s spi 0x%08llx mode %s%s",
 		       src, dst, get_uint(t.tb[LES_KEY_A_SPI]),
 		       mode == XFRM_MODE_TUNNEL ? "tunnel" : "transport",
 		       esn ? " esn" : "");
 		if (t.tb[LES_KEY_A_ENCAP_SPORT] && t.tb[LES_KEY_A_ENCAP_DPORT])
-			printf(" encap espinudp %llu %llu",
+			fprintf(outf, " encap espinudp %llu %llu",
 			       get_uint(t.tb[LES_KEY_A_ENCAP_SPORT]),
 			       get_uint(t.tb[LES_KEY_A_ENCAP_DPORT]));
-		printf(" keylen %llu", get_uint(t.tb[LES_KEY_A_KEYLEN]));
+		fprintf(outf, " keylen %llu", get_uint(t.tb[LES_KEY_A_KEYLEN]));
 		if (expires)
-			printf(" expires %llus", expires);
-		printf("\n    packets %llu bytes %llu auth-failed %llu",
+			fprintf(outf, " expires %llus", expires);
+		fprintf(outf, "\n    packets %llu bytes %llu auth-failed %llu",
 		       get_uint(t.tb[LES_KEY_A_PACKETS]),
 		       get_uint(t.tb[LES_KEY_A_BYTES]),
 		       get_uint(t.tb[LES_KEY_A_AUTH_FAILED]));
 		if (mark != k->pep_mark)
-			printf(" (unused: mark 0x%x is not the PEP mark)", mark);
-		printf("\n");
+			fprintf(outf, " (unused: mark 0x%x is not the PEP mark)", mark);
+		fprintf(outf, "\n");
 	}
 	k->n++;
 	return MNL_CB_OK;
@@ -381,23 +414,23 @@ static int pep_show(struct les_nl *nl)
 		return 1;
 	k.pep_mark = c.mark;
 	if (json)
-		printf("{\"hook\":%s,\"mark\":%u,\"encap_port\":%u,\"backlog\":%u,"
+		fprintf(outf, "{\"hook\":%s,\"mark\":%u,\"encap_port\":%u,\"backlog\":%u,"
 		       "\"max_flows\":%u,\"idle_timeout\":%u,\"flows\":%u,\"keys\":[",
 		       c.hook ? "true" : "false", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows);
 	else
-		printf("hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
+		fprintf(outf, "hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
 		       "flows %u\n", c.hook ? "on" : "off", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows);
 	fflush(stdout);
 	nlh = nl_request(nl, nl->family, LES_CMD_GET_KEY, LES_GENL_VERSION, NLM_F_DUMP);
 	if (nl_talk(nl, nlh, key_cb, &k) < 0) {
 		if (json)
-			printf("]}\n");
+			fprintf(outf, "]}\n");
 		return nl_fail(nl, "pep keys");
 	}
 	if (json)
-		printf("]}\n");
+		fprintf(outf, "]}\n");
 	return 0;
 }
 
@@ -531,34 +564,34 @@ static void print_side(const struct nlattr *nest, const char *role, int first)
 	parse_nest(nest, &t, LES_SIDE_A_MAX);
 	addr_str(t.tb[LES_SIDE_A_ADDR], addr, sizeof(addr));
 	if (json)
-		printf("%s\"%s\":{\"addr\":\"%s\",\"port\":%llu,\"spi\":%llu,\"flags\":%llu",
+		fprintf(outf, "%s\"%s\":{\"addr\":\"%s\",\"port\":%llu,\"spi\":%llu,\"flags\":%llu",
 		       first ? "" : ",", role, addr,
 		       get_uint(t.tb[LES_SIDE_A_PORT]),
 		       get_uint(t.tb[LES_SIDE_A_SPI]),
 		       get_uint(t.tb[LES_SIDE_A_FLAGS]));
 	else
-		printf("    %s %s port %llu spi 0x%08llx", role, addr,
+		fprintf(outf, "    %s %s port %llu spi 0x%08llx", role, addr,
 		       get_uint(t.tb[LES_SIDE_A_PORT]),
 		       get_uint(t.tb[LES_SIDE_A_SPI]));
 	for (i = 0; i < sizeof(uint_names) / sizeof(uint_names[0]); i++) {
 		if (!uint_names[i][0] || !t.tb[i])
 			continue;
 		if (json)
-			printf(",\"%s\":%llu", uint_names[i][0], get_uint(t.tb[i]));
+			fprintf(outf, ",\"%s\":%llu", uint_names[i][0], get_uint(t.tb[i]));
 		else
-			printf(" %s %llu", uint_names[i][1], get_uint(t.tb[i]));
+			fprintf(outf, " %s %llu", uint_names[i][1], get_uint(t.tb[i]));
 	}
 	if (t.tb[LES_SIDE_A_SACK]) {
 		const uint32_t *e = mnl_attr_get_payload(t.tb[LES_SIDE_A_SACK]);
 		unsigned int n = mnl_attr_get_payload_len(t.tb[LES_SIDE_A_SACK]) / 8;
 
-		printf(json ? ",\"sack\":[" : " sack");
+		fprintf(outf, json ? ",\"sack\":[" : " sack");
 		for (i = 0; i < n; i++)
-			printf(json ? "%s[%u,%u]" : "%s%u-%u", json && i ? "," : " ",
+			fprintf(outf, json ? "%s[%u,%u]" : "%s%u-%u", json && i ? "," : " ",
 			       e[2 * i], e[2 * i + 1]);
-		printf(json ? "]" : "");
+		fprintf(outf, json ? "]" : "");
 	}
-	printf(json ? "}" : "\n");
+	fprintf(outf, json ? "}" : "\n");
 }
 
 static int flow_cb(const struct nlmsghdr *nlh, void *data)
@@ -586,34 +619,70 @@ static int flow_cb(const struct nlmsghdr *nlh, void *data)
 	age = get_uint(t.tb[LES_FLOW_A_AGE_MS]);
 	idle = get_uint(t.tb[LES_FLOW_A_IDLE_MS]);
 	if (json)
-		printf("%s{\"proto\":\"tcp\",\"state\":\"%s\",\"handshake\":%s,"
+		fprintf(outf, "%s{\"proto\":\"tcp\",\"state\":\"%s\",\"handshake\":%s,"
 		       "\"age_ms\":%llu,\"idle_ms\":%llu,", *n ? "," : "",
 		       flow_states[state], handshake ? "true" : "false", age, idle);
 	else
-		printf("tcp %s%s age %llums idle %llums\n", flow_states[state],
+		fprintf(outf, "tcp %s%s age %llums idle %llums\n", flow_states[state],
 		       handshake ? "" : " (picked up mid-stream)", age, idle);
 	print_side(sides[0], "initiator", 1);
 	print_side(sides[1], "responder", 0);
 	if (json)
-		printf("}");
+		fprintf(outf, "}");
 	(*n)++;
 	return MNL_CB_OK;
 }
 
-/* One request whose answers @cb prints; JSON between @open and @close. */
+#define DUMP_TRIES	8
+
+/*
+ * One request whose answers @cb prints; JSON between @open and @close.  A
+ * dump the kernel flags as interrupted (the table changed under it: a flow
+ * may be repeated or missed) is asked again, its output thrown away.
+ */
 static int show(struct les_nl *nl, uint8_t cmd, uint16_t flags, mnl_cb_t cb,
 		const char *open, const char *close, const char *what)
 {
 	struct nlmsghdr *nlh;
-	int n = 0, err;
+	int tries, err = 0;
+	size_t len = 0;
+	char *buf = NULL;
 
-	nlh = nl_request(nl, nl->family, cmd, LES_GENL_VERSION, flags);
-	if (json)
-		printf("%s", open);
-	err = nl_talk(nl, nlh, cb, &n);
-	if (json)
-		printf("%s\n", close);
-	return err < 0 ? nl_fail(nl, what) : 0;
+	for (tries = 1; tries <= DUMP_TRIES; tries++) {
+		int n = 0;
+
+		outf = open_memstream(&buf, &len);
+		if (!outf) {
+			outf = stdout;
+			perror("lesctl");
+			return 1;
+		}
+		nlh = nl_request(nl, nl->family, cmd, LES_GENL_VERSION, flags);
+		if (json)
+			fprintf(outf, "%s", open);
+		err = nl_talk(nl, nlh, cb, &n);
+		if (json)
+			fprintf(outf, "%s\n", close);
+		fclose(outf);
+		outf = stdout;
+		if (!nl->dump_intr || tries == DUMP_TRIES)
+			break;
+		free(buf);
+		buf = NULL;
+	}
+	if (err < 0 && !nl->dump_intr) {
+		free(buf);
+		return nl_fail(nl, what);
+	}
+	if (nl->dump_intr) {
+		free(buf);
+		fprintf(stderr, "lesctl: %s: the table changed during each of %d dumps; "
+			"try again\n", what, DUMP_TRIES);
+		return 1;
+	}
+	fwrite(buf, 1, len, stdout);
+	free(buf);
+	return 0;
 }
 
 static int flows_show(struct les_nl *nl)
@@ -646,11 +715,11 @@ static int stat_cb(const struct nlmsghdr *nlh, void *data)
 		    mnl_attr_validate(t.tb[LES_STAT_A_NAME], MNL_TYPE_NUL_STRING))
 			continue;
 		if (json)
-			printf("%s\"%s\":%llu", *n ? "," : "",
+			fprintf(outf, "%s\"%s\":%llu", *n ? "," : "",
 			       mnl_attr_get_str(t.tb[LES_STAT_A_NAME]),
 			       get_uint(t.tb[LES_STAT_A_VALUE]));
 		else
-			printf("%-20s %llu\n", mnl_attr_get_str(t.tb[LES_STAT_A_NAME]),
+			fprintf(outf, "%-20s %llu\n", mnl_attr_get_str(t.tb[LES_STAT_A_NAME]),
 			       get_uint(t.tb[LES_STAT_A_VALUE]));
 		(*n)++;
 	}
@@ -668,6 +737,7 @@ int lesctl_netlink(int argc, char **argv)
 	struct les_nl *nl;
 	int ret = 2;
 
+	outf = stdout;
 	/* Check the words before touching netlink: usage errors exit 2. */
 	if (!strcmp(argv[0], "stats")) {
 		if (argc != 1)
