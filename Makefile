@@ -14,11 +14,15 @@ W ?= 1
 newest = $(shell cd /lib/modules 2>/dev/null && for k in $(1); do \
 	[ -d $$k/build ] && [ -f /boot/vmlinuz-$$k ] && echo $$k; done | sort -V | tail -n1)
 TEST_KVERS ?= $(call newest,6.1.*-amd64) $(call newest,6.12.*-amd64)
+# The debug kernel (KASAN, kmemleak, lockdep), once tools/debug-kernel.sh
+# has built and installed it.
+DEBUG_KVER ?= $(shell tools/debug-kernel.sh --rel 2>/dev/null)
+BUILD_KVERS = $(TEST_KVERS) $(DEBUG_KVER)
 
 KSRC := $(wildcard kernel/*.c kernel/*.h) Kbuild
 
 .PHONY: all module modules lesctl check check-host lint sparse checkpatch demo bench \
-	install uninstall clean setup
+	install uninstall clean setup debug-kernel
 
 all: module lesctl
 
@@ -38,7 +42,7 @@ module: $(BUILD)/.links
 modules:
 	@test -n "$(TEST_KVERS)" || { echo "no test kernel headers: run tools/setup-host.sh" >&2; exit 1; }
 	@mkdir -p build
-	@set -e; for k in $(TEST_KVERS); do \
+	@set -e; for k in $(BUILD_KVERS); do \
 		echo "== les.ko for $$k"; \
 		$(MAKE) --no-print-directory module KVER=$$k C=$(C) > build/build-$$k.log 2>&1 || \
 			{ cat build/build-$$k.log; exit 1; }; \
@@ -58,6 +62,10 @@ lint: sparse checkpatch
 
 setup:
 	tools/setup-host.sh
+
+# Build (once per configuration, cached in /var/cache/les) and install it.
+debug-kernel:
+	tools/debug-kernel.sh
 
 check:
 	tests/run.sh
@@ -92,3 +100,6 @@ clean:
 
 print-test-kvers:
 	@echo $(TEST_KVERS)
+
+print-debug-kver:
+	@echo $(DEBUG_KVER)

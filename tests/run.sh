@@ -67,6 +67,25 @@ step "host set-up (packages, kernels, virtme-ng)" tools/setup-host.sh
 kvers=$(make -s --no-print-directory -f Makefile print-test-kvers 2>/dev/null)
 step "test kernels are installed (6.1 and 6.12): $(echo $kvers)" \
 	bash -c "[ \$(echo '$kvers' | wc -w) -ge 2 ]"
+# The debug kernel is built once per configuration (about 40 minutes on
+# 2 cores), then cached: LES_DEBUG_KERNEL=build builds it here if it is
+# missing, =off leaves it out; by default a built one is used.
+dkver=
+case ${LES_DEBUG_KERNEL:-auto} in
+build)
+	SECONDS=0
+	step "debug kernel (linux-source-6.1: KASAN, kmemleak, lockdep, fault injection) built or cached" \
+		tools/debug-kernel.sh
+	echo "# debug kernel: ${SECONDS}s" | tee -a "$log"
+	dkver=$(tools/debug-kernel.sh --rel 2>/dev/null) ;;
+off) ;;
+*)
+	dkver=$(tools/debug-kernel.sh --rel 2>/dev/null) ;;
+esac
+if [ -z "$dkver" ]; then
+	n=$((n + 1)); skipped=$((skipped + 1))
+	echo "ok $n - VM tests on the debug kernel # SKIP not built (make debug-kernel, or LES_DEBUG_KERNEL=build)"
+fi
 step "les.ko builds warning-free with W=1 and sparse-clean for every test kernel" make modules C=1
 step "checkpatch.pl --strict finds no errors in kernel/" tools/checkpatch.sh
 step "lesctl builds" make -C tools/lesctl
@@ -83,10 +102,18 @@ if ! grep -qE "^PASSED " "$pytest_out"; then
 	report FAIL "host tests ran" "$pytest_out"
 fi
 
-for k in $kvers; do
+# Every VM test on the debug kernel first (it sees memory and locking bugs),
+# then on Debian's own kernels.  KASAN and lockdep under emulation run the
+# suite a few times slower: the debug run gets more time.
+for k in $dkver $kvers; do
 	vmlog=$out/vm-$k.txt
-	tests/vm/vm-run.sh "$k" "$out/vm" -- tests/vm/guest.sh 2>&1 | tee "$vmlog" >/dev/null
+	SECONDS=0
+	timeout=1500
+	[ "$k" = "$dkver" ] && timeout=3600
+	VM_TIMEOUT=$timeout tests/vm/vm-run.sh "$k" "$out/vm" -- tests/vm/guest.sh 2>&1 |
+		tee "$vmlog" >/dev/null
 	status=${PIPESTATUS[0]}
+	echo "# $k: VM tests took ${SECONDS}s" | tee -a "$log"
 	absorb "$k: " <"$vmlog"
 	if [ "$status" -eq 97 ]; then
 		report FAIL "$k: no kernel warning, oops or leak report during the tests" "$vmlog"
