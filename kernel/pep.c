@@ -74,6 +74,7 @@ struct les_pep_outer {
 	unsigned short family;
 	xfrm_address_t saddr, daddr;
 	unsigned int esp_off;
+	bool udp;			/* ESP in UDP (RFC 3948) */
 };
 
 static struct workqueue_struct *les_pep_wq;
@@ -361,8 +362,12 @@ static void les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	__be32 spi;
 	int why;
 
-	if (skb_copy_bits(skb, outer->esp_off, &spi, sizeof(spi)) || !spi)
+	if (skb_copy_bits(skb, outer->esp_off, &spi, sizeof(spi)) || !spi) {
+		/* In UDP that is IKE or a keepalive (RFC 3948), not ESP. */
+		if (!outer->udp)
+			les_stat_inc(net, LES_STAT_PEP_MALFORMED);
 		return;
+	}
 	/* The one lookup every ESP packet pays. */
 	x = xfrm_state_lookup(net, READ_ONCE(pn->pep_mark), &outer->daddr, spi,
 			      IPPROTO_ESP, outer->family);
@@ -445,6 +450,7 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 			return NF_ACCEPT;
 		/* RFC 3948: a zero SPI here is IKE's non-ESP marker. */
 		outer.esp_off += sizeof(*uh);
+		outer.udp = true;
 	}
 	/*
 	 * A GSO skb (UDP GRO forwarding of ESP-in-UDP) holds several ESP

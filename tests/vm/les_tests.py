@@ -20,6 +20,7 @@ from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E4
                    topology_up, tunnel_up, xfrm_flush, MIDDLE_TO_B)
 
 import hardening_tests  # noqa: E402
+import mutation_tests  # noqa: E402
 import pep_tests  # noqa: E402
 
 T = Tap()
@@ -533,6 +534,7 @@ def main():
         ("bad-input", test_bad_input),
         ("pep", lambda: pep_tests.run(T, OUT, KO)),
         ("hardening", lambda: hardening_tests.run(T, OUT, KO)),
+        ("mutation", lambda: mutation_tests.run(T, OUT)),
         ("in-use", test_unload_refused_while_in_use),
         ("async", test_async),
     ]

@@ -38,13 +38,17 @@ def sniff(iface, out, seconds):
     frames = []
     deadline = time.time() + float(seconds)
     print(json.dumps({"sniffing": iface}), flush=True)
-    while not stop[0] and time.time() < deadline:
-        r, _, _ = select.select([s], [], [], 0.05)
-        if r:
-            data, addr = s.recvfrom(65535)
-            # Keep IP only, as LINKTYPE_RAW: the tests read IP packets.
-            if len(data) > 14 and data[12:14] in (b"\x08\x00", b"\x86\xdd"):
-                frames.append((time.time(), data[14:]))
+    while time.time() < deadline:
+        # Once stopped, read what is still queued (a busy VM lags), then end.
+        r, _, _ = select.select([s], [], [], 0 if stop[0] else 0.05)
+        if not r:
+            if stop[0]:
+                break
+            continue
+        data, addr = s.recvfrom(65535)
+        # Keep IP only, as LINKTYPE_RAW: the tests read IP packets.
+        if len(data) > 14 and data[12:14] in (b"\x08\x00", b"\x86\xdd"):
+            frames.append((time.time(), data[14:]))
     pcap.write_pcap(out, frames, linktype=pcap.LINKTYPE_RAW)
     print(json.dumps({"frames": len(frames)}), flush=True)
 
@@ -111,6 +115,20 @@ def raw_flood(dst, path, seconds):
             s.sendto(p, (dst, 0))
         sent += len(pkts)
     print(json.dumps({"sent": sent}), flush=True)
+
+
+def raw_send_file(dst, path, chunk, pause_ms):
+    """Send each packet of PATH (hex, one per line) once, in order, pausing
+    PAUSE_MS after every CHUNK packets so that no receive queue overflows."""
+    fam = family_of(dst)
+    s = socket.socket(fam, socket.SOCK_RAW, socket.IPPROTO_RAW)
+    bypass_policy(s, fam)
+    pkts = [bytes.fromhex(ln) for ln in open(path).read().split()]
+    for i, p in enumerate(pkts, 1):
+        s.sendto(p, (dst, 0))
+        if i % int(chunk) == 0:
+            time.sleep(float(pause_ms) / 1000)
+    print(json.dumps({"sent": len(pkts)}))
 
 
 def udp_encap_hold(addr, port, seconds):
@@ -211,13 +229,16 @@ def tcp_raw_recv(addr, port, seconds):
             data = data[(data[0] & 0xf) * 4:]     # IPv4 raw sockets see the IP header
         if len(data) >= 20 and int.from_bytes(data[2:4], "big") == int(port):
             got.append({"flags": data[13], "window": int.from_bytes(data[14:16], "big"),
-                        "len": len(data)})
+                        "len": len(data), "seq": int.from_bytes(data[4:8], "big"),
+                        "ack": int.from_bytes(data[8:12], "big"),
+                        "data": data[(data[12] >> 4) * 4:].hex()})
     print(json.dumps({"segments": got}), flush=True)
 
 
 ACTIONS = {
     "sniff": sniff, "udp-recv": udp_recv, "udp-send": udp_send,
-    "raw-send": raw_send, "raw-flood": raw_flood, "udp-encap-hold": udp_encap_hold,
+    "raw-send": raw_send, "raw-send-file": raw_send_file, "raw-flood": raw_flood,
+    "udp-encap-hold": udp_encap_hold,
     "tcp-serve": tcp_serve, "tcp-send": tcp_send, "tcp-raw-recv": tcp_raw_recv,
     "tcp-serve-echo-text": tcp_serve_echo_text,
 }

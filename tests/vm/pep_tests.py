@@ -10,6 +10,7 @@ import json
 import os
 import re
 import time
+import types
 
 from lesvm import (LESCTL, OUTER, Bg, Config, Sa, P, Z, agent, capture_esp,
                    counters, delta, encap_hold, sh, tunnel_up, xfrm_flush, wait_for)
@@ -455,11 +456,20 @@ def unload_under_traffic(T, t, ko):
 
 # ---- the step ----------------------------------------------------------------------------
 
+def run_parts(T, label, parts, t):
+    """Runs each (name, fn(T, t)) under the prefix "label name: "; a part
+    that raises fails as its own set-up and the next one still runs."""
+    for name, fn in parts:
+        T.prefix = f"{label} {name}: "
+        try:
+            fn(T, t)
+        except Exception as e:  # noqa: BLE001
+            T.ok(False, "set-up", e)
+        T.prefix = ""
+
+
 def run(T, out, ko):
-    class Ctx:
-        pass
-    t = Ctx()
-    t.out = out
+    t = types.SimpleNamespace(out=out)
     lesctl("pep set hook on max-flows 65536 idle-timeout 300")
     for i, cfg in enumerate((Config("tunnel", 4, 4), Config("tunnel", 6, 6, encap=True),
                              Config("transport", 4, esn=True))):
@@ -515,17 +525,6 @@ def run(T, out, ko):
             T.prefix = ""
     pep_keys_flush()
     xfrm_flush()
-    for name, fn in (("keys", keys_lifecycle), ("flow table", flow_limits),
-                     ("backlog", backlog_bound), ("lesctl", lesctl_errors)):
-        T.prefix = f"pep {name}: "
-        try:
-            fn(T, t)
-        except Exception as e:  # noqa: BLE001
-            T.ok(False, "set-up", e)
-        T.prefix = ""
-    T.prefix = "pep unload: "
-    try:
-        unload_under_traffic(T, t, ko)
-    except Exception as e:  # noqa: BLE001
-        T.ok(False, "set-up", e)
-    T.prefix = ""
+    run_parts(T, "pep", (("keys", keys_lifecycle), ("flow table", flow_limits),
+                         ("backlog", backlog_bound), ("lesctl", lesctl_errors),
+                         ("unload", lambda T, t: unload_under_traffic(T, t, ko))), t)

@@ -5,6 +5,7 @@
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,20 +122,26 @@ static int talk_data(const struct nlmsghdr *nlh, void *data)
 	return t->cb ? t->cb(nlh, t->data) : MNL_CB_OK;
 }
 
+/* Whether @len bytes of answers hold the current request's last one. */
+static bool nl_ends(const struct les_nl *nl, int len)
+{
+	const struct nlmsghdr *nlh = (const struct nlmsghdr *)nl->buf;
+
+	for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len))
+		if (nlh->nlmsg_seq == nl->seq &&
+		    (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_ERROR))
+			return true;
+	return false;
+}
+
 /* Reads the current request's answers up to their end, unparsed. */
 static void nl_drain(struct les_nl *nl)
 {
-	for (;;) {
-		int len = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf));
-		const struct nlmsghdr *nlh = (const struct nlmsghdr *)nl->buf;
+	int len;
 
-		if (len <= 0)
-			return;
-		for (; mnl_nlmsg_ok(nlh, len); nlh = mnl_nlmsg_next(nlh, &len))
-			if (nlh->nlmsg_seq == nl->seq &&
-			    (nlh->nlmsg_type == NLMSG_DONE || nlh->nlmsg_type == NLMSG_ERROR))
-				return;
-	}
+	do
+		len = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf));
+	while (len > 0 && !nl_ends(nl, len));
 }
 
 /*
@@ -144,6 +151,7 @@ static void nl_drain(struct les_nl *nl)
 static int nl_talk(struct les_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
 	struct talk t = { .nl = nl, .cb = cb, .data = data };
+	bool ended;
 	int ret;
 
 	nl->errmsg[0] = 0;
@@ -154,13 +162,19 @@ static int nl_talk(struct les_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *d
 		ret = mnl_socket_recvfrom(nl->sock, nl->buf, sizeof(nl->buf));
 		if (ret < 0)
 			return -1;
+		ended = nl_ends(nl, ret);
 		ret = mnl_cb_run2(nl->buf, ret, nl->seq, nl->portid, talk_data, &t,
 				  ctl_cbs, NLMSG_MIN_TYPE);
 	} while (ret > MNL_CB_STOP);
 	if (ret < 0 && errno == EINTR) {
-		/* libmnl stops at NLM_F_DUMP_INTR: read the dump's rest away. */
+		/*
+		 * libmnl stops at the first message flagged NLM_F_DUMP_INTR; the
+		 * flag may sit on NLMSG_DONE itself, so read on only if the end
+		 * is still to come.
+		 */
 		nl->dump_intr = 1;
-		nl_drain(nl);
+		if (!ended)
+			nl_drain(nl);
 		errno = EINTR;
 	}
 	return ret < 0 ? -1 : 0;
