@@ -77,7 +77,7 @@ check-host: lesctl
 	tests/fuzz/run.sh
 
 demo:
-	tools/demo.sh
+	FULL=$(FULL) tools/demo.sh
 
 bench:
 	tests/bench/run.sh

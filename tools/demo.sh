@@ -1,11 +1,29 @@
 #!/bin/bash
-# The main job: a demo, in a VM, of what Layered ESP shows each party.
+# The main job, in one VM: (1) who reads what of an LES tunnel, then (2) the
+# satellite testbed: transfer times over GEO with clear TCP, ESP, LES and
+# LES with PEPs observing, as tables and a chart (docs/testbed.md).
+#   make demo           geo and geo-lossy, 1 MB and 10 MB: about ten minutes
+#   make demo FULL=1    every profile and workload, medians of three
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/setup-host.sh
 kver=${KVER:-$(make -s --no-print-directory print-test-kvers | awk '{print $1}')}
+set=demo timeout=2400
+if [ -n "${FULL:-}" ] && [ "${FULL:-0}" != 0 ]; then
+	set=full timeout=21600
+fi
 make -s module KVER="$kver" >/dev/null
 make -s -C tools/lesctl >/dev/null
-mkdir -p tests/out/demo
-exec tests/vm/vm-run.sh "$kver" "$PWD/tests/out/demo" -- \
-	/usr/bin/python3 tests/vm/demo_guest.py "build/$kver/les.ko" "$PWD/tests/out/demo"
+out=$PWD/tests/out/demo
+mkdir -p "$out"
+rm -f "$out/results.jsonl"
+rc=0
+VM_TIMEOUT=$timeout tests/vm/vm-run.sh "$kver" "$out" -- \
+	tools/demo-guest.sh "build/$kver/les.ko" "$out" "$set" || rc=$?
+if [ -s "$out/results.jsonl" ]; then
+	echo
+	echo "== 2. Transfer times over the satellite testbed"
+	/usr/bin/python3 tools/testbed.py report "$out/results.jsonl" --png "$out/testbed.png"
+	echo "results: $out/results.jsonl"
+fi
+exit "$rc"

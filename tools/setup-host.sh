@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=8
+want_version=9
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -26,6 +26,7 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	libmnl-dev pkg-config \
 	qemu-system-x86 busybox-static \
 	iproute2 iperf3 tcpdump nftables ethtool procps iputils-ping \
+	nginx-light curl python3-matplotlib \
 	python3 python3-pip python3-venv python3-cryptography python3-pytest \
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 \

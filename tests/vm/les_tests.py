@@ -22,6 +22,7 @@ from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E4
 import hardening_tests  # noqa: E402
 import mutation_tests  # noqa: E402
 import pep_tests  # noqa: E402
+import testbed_tests  # noqa: E402
 
 T = Tap()
 OUT = "/tmp"
@@ -535,12 +536,15 @@ def main():
         ("pep", lambda: pep_tests.run(T, OUT, KO)),
         ("hardening", lambda: hardening_tests.run(T, OUT, KO)),
         ("mutation", lambda: mutation_tests.run(T, OUT)),
+        ("testbed", lambda: testbed_tests.run(T, OUT, KO)),
         ("in-use", test_unload_refused_while_in_use),
         ("async", test_async),
     ]
     for name, fn in steps:
         if name == "load" or re.search(a.only, name):
+            t0 = time.monotonic()
             fn()
+            print(f"# step {name}: {time.monotonic() - t0:.0f} s", flush=True)
         if not les_loaded():
             T.ok(False, "les.ko is loaded: the remaining tests cannot run")
             break

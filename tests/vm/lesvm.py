@@ -8,12 +8,14 @@ Topology (every test uses it):
     10.0.1.1 fd00:1::1   10.0.1.254 / 10.0.2.254            10.0.2.1 fd00:2::1
     inner (tunnel mode): a 10.10.1.1 fd10:1::1, b 10.10.2.1 fd10:2::1
 """
+import itertools
 import json
 import os
+import queue
 import re
-import shlex
 import subprocess
 import sys
+import threading
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -75,10 +77,83 @@ def nsname(ns):
     return f"les-{ns}"
 
 
+class NsAgent:
+    """The nsagent server of one namespace (tests/vm/nsagent.py serve): its
+    shell commands and actions without a new process each, which under
+    emulation costs seconds (the debug kernel: a new python ~9 s)."""
+
+    def __init__(self, ns):
+        self.p = subprocess.Popen(["ip", "netns", "exec", nsname(ns), PY, AGENT, "serve"],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        self.lock = threading.Lock()
+        self.ids = itertools.count(1)
+        self.queues = {}
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self):
+        for line in self.p.stdout:
+            msg = json.loads(line)
+            q = self.queues.get(msg["id"])
+            if q:
+                q.put(msg)
+        for q in list(self.queues.values()):
+            q.put({"rc": None, "gone": True})
+
+    def send(self, **req):
+        with self.lock:
+            rid = next(self.ids)
+            q = self.queues[rid] = queue.Queue()
+            self.p.stdin.write(json.dumps(dict(req, id=rid)) + "\n")
+            self.p.stdin.flush()
+        return rid, q
+
+    def stop(self, rid):
+        with self.lock:
+            self.p.stdin.write(json.dumps({"id": 0, "stop": rid}) + "\n")
+            self.p.stdin.flush()
+
+    def done(self, rid):
+        self.queues.pop(rid, None)
+
+    def sh(self, cmd, timeout):
+        rid, q = self.send(sh=cmd, timeout=timeout)
+        try:
+            msg = q.get(timeout=timeout + 60)
+        finally:
+            self.done(rid)
+        if msg.get("gone"):
+            raise RuntimeError(f"the namespace's agent is gone: `{cmd}` not run")
+        if msg["rc"] is None:
+            raise subprocess.TimeoutExpired(cmd, timeout)
+        return subprocess.CompletedProcess(cmd, msg["rc"], msg["out"], msg["err"])
+
+    def close(self):
+        self.p.stdin.close()
+        self.p.wait()
+
+
+_agents = {}
+
+
+def ns_agent(ns):
+    a = _agents.get(ns)
+    if a is None or a.p.poll() is not None:
+        a = _agents[ns] = NsAgent(ns)
+    return a
+
+
+def ns_agents_close():
+    """An agent keeps its namespace alive: end them before namespaces go."""
+    for a in _agents.values():
+        a.close()
+    _agents.clear()
+
+
 def sh(cmd, ns=None, check=True, timeout=120):
     if ns:
-        cmd = f"ip netns exec {nsname(ns)} bash -c {shlex.quote(cmd)}"
-    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout)
+        p = ns_agent(ns).sh(cmd, timeout)
+    else:
+        p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout)
     if check and p.returncode:
         raise RuntimeError(f"`{cmd}` failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
     return p
@@ -86,29 +161,46 @@ def sh(cmd, ns=None, check=True, timeout=120):
 
 def agent(ns, *args, timeout=120):
     """Run an nsagent action to completion; returns its last JSON line."""
-    p = sh(f"{PY} {AGENT} " + " ".join(str(a) for a in args), ns=ns, timeout=timeout)
-    return json.loads(p.stdout.strip().splitlines()[-1])
+    bg = Bg(ns, *args)
+    res = bg.result(timeout=timeout)
+    if bg.rc:
+        raise RuntimeError(f"nsagent {' '.join(map(str, args))} failed ({bg.rc}): {bg.lines[-5:]}")
+    return res
 
 
 class Bg:
     """An nsagent action in the background; result() waits for its last line."""
 
     def __init__(self, ns, *args):
-        cmd = ["ip", "netns", "exec", nsname(ns), PY, AGENT] + [str(a) for a in args]
-        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.agent = ns_agent(ns)
+        self.rid, self.q = self.agent.send(run=[str(a) for a in args])
+        self.lines, self.rc, self.finished = [], None, False
         # Every agent prints one line once it is ready (listening, sniffing).
-        self.first = self.p.stdout.readline()
+        self._next(None)
+
+    def _next(self, timeout):
+        try:
+            msg = self.q.get(timeout=timeout)
+        except queue.Empty:
+            raise subprocess.TimeoutExpired(str(self.rid), timeout) from None
+        if "line" in msg:
+            self.lines.append(msg["line"])
+        else:
+            self.rc, self.finished = msg["rc"], True
+            self.agent.done(self.rid)
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.terminate()
+        if not self.finished:
+            self.agent.stop(self.rid)
         return self.result()
 
     def result(self, timeout=120):
-        out, err = self.p.communicate(timeout=timeout)
-        lines = [ln for ln in (self.first + out).splitlines() if ln.strip()]
+        end = time.monotonic() + timeout
+        while not self.finished:
+            self._next(max(0.0, end - time.monotonic()))
+        lines = [ln for ln in self.lines if ln.strip()]
         if not lines:
-            raise RuntimeError(f"agent printed nothing: {err.strip()}")
+            raise RuntimeError(f"agent printed nothing (exit {self.rc})")
         return json.loads(lines[-1])
 
 
@@ -146,6 +238,7 @@ def topology_up():
 
 
 def topology_down():
+    ns_agents_close()
     for ns in "amb":
         sh(f"ip netns del {nsname(ns)}", check=False)
 

@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """Small actions the VM tests run inside a network namespace
-(`ip netns exec NS python3 tests/vm/nsagent.py ACTION ...`).
+(`ip netns exec NS python3 tests/vm/nsagent.py ACTION ...`), and the server
+that runs them, and shell commands, for a whole test run (`nsagent.py
+serve`, see serve()).
 
 Each action does one thing and prints its result as one JSON line, so the
 test driver reads results without parsing free text."""
@@ -12,8 +14,11 @@ import select
 import signal
 import socket
 import struct
+import subprocess
 import sys
+import threading
 import time
+import traceback
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
 
@@ -243,8 +248,96 @@ ACTIONS = {
     "tcp-serve-echo-text": tcp_serve_echo_text,
 }
 
+# ---- one server per namespace ------------------------------------------------------
+
+def serve():
+    """Requests on stdin, answers on stdout, one JSON object a line, tagged
+    with the request's id (tests/vm/lesvm.py is the client):
+
+        {"id": N, "sh": CMD, "timeout": S}  ->  {"id": N, "rc": RC or null, "out": .., "err": ..}
+        {"id": N, "run": [ACTION, ARG..]}   ->  {"id": N, "line": TEXT} .. {"id": N, "rc": RC}
+        {"id": N, "stop": M}                    SIGTERM to action M
+
+    Under emulation a new python costs seconds (it reads its library over
+    9p), a fork of this one a fraction of that; `ip netns exec` remounts
+    /sys on every call.  An action runs in a forked child with its own pipe,
+    so it keeps its signal handlers and its own process."""
+    out_lock, fork_lock = threading.Lock(), threading.Lock()
+    children = {}
+
+    def send(msg):
+        with out_lock:
+            sys.stdout.write(json.dumps(msg) + "\n")
+            sys.stdout.flush()
+
+    def run_sh(rid, cmd, timeout):
+        try:
+            p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True,
+                               stdin=subprocess.DEVNULL, timeout=timeout)
+            send({"id": rid, "rc": p.returncode, "out": p.stdout, "err": p.stderr})
+        except subprocess.TimeoutExpired:
+            send({"id": rid, "rc": None, "out": "", "err": f"timed out after {timeout} s"})
+
+    def child(argv, w):
+        # Only what the action needs: its pipe as stdout, nothing of the
+        # server's (other actions' pipes would never see EOF).
+        os.dup2(w, 1)
+        devnull = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(devnull, 0)
+        os.closerange(3, 1 << 16)
+        sys.stdout = open(1, "w", closefd=False)
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        rc = 0
+        try:
+            ACTIONS[argv[0]](*argv[1:])
+        except SystemExit as e:
+            rc = e.code if isinstance(e.code, int) else 0 if e.code is None else 1
+        except BaseException:   # noqa: BLE001 - reported, the child ends anyway
+            traceback.print_exc()
+            rc = 1
+        sys.stdout.flush()
+        os._exit(rc)
+
+    def run_action(rid, argv):
+        if not argv or argv[0] not in ACTIONS:
+            send({"id": rid, "line": f"unknown action {argv}"})
+            send({"id": rid, "rc": 2})
+            return
+        with fork_lock:
+            r, w = os.pipe()
+            pid = os.fork()
+            if pid == 0:
+                child(argv, w)
+            os.close(w)
+            children[rid] = pid
+        with os.fdopen(r) as f:
+            for line in f:
+                send({"id": rid, "line": line.rstrip("\n")})
+        _, status = os.waitpid(pid, 0)
+        children.pop(rid, None)
+        send({"id": rid, "rc": os.waitstatus_to_exitcode(status)})
+
+    for line in sys.stdin:
+        req = json.loads(line)
+        if "stop" in req:
+            pid = children.get(req["stop"])
+            if pid:
+                os.kill(pid, signal.SIGTERM)
+        elif "sh" in req:
+            threading.Thread(target=run_sh, args=(req["id"], req["sh"], req["timeout"]),
+                             daemon=True).start()
+        else:
+            threading.Thread(target=run_action, args=(req["id"], req["run"]), daemon=True).start()
+    # The driver is gone: so are the actions it started.
+    for pid in list(children.values()):
+        os.kill(pid, signal.SIGTERM)
+
+
 if __name__ == "__main__":
+    if sys.argv[1:] == ["serve"]:
+        serve()
+        sys.exit(0)
     if len(sys.argv) < 2 or sys.argv[1] not in ACTIONS:
-        print("usage: nsagent.py {%s} ARGS..." % "|".join(ACTIONS), file=sys.stderr)
+        print("usage: nsagent.py {serve|%s} ARGS..." % "|".join(ACTIONS), file=sys.stderr)
         sys.exit(2)
     ACTIONS[sys.argv[1]](*sys.argv[2:])

@@ -1,0 +1,540 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0
+"""The satellite testbed: how long real transfers take over a geostationary
+link with clear TCP, IPsec ESP, LES, and LES with both PEPs observing.
+
+    client --- rpep ==== satellite hop ==== hpep --- server
+    (curl)    remote PEP   netem each way   hub PEP   (nginx)
+
+Each box is a network namespace.  The IPsec endpoints are the client and
+the server themselves (tunnel mode, inner addresses 10.11.0.1 and
+10.13.0.1); the PEPs are routers that hold PEP keys or not.  The hop is
+netem on both of its ends: the profile's one-way delay, rate per direction,
+loss, and a queue of at least 2 x BDP plus the delay line.  docs/testbed.md
+says why each setting is what it is.
+
+    testbed.py run --ko les.ko --out DIR [--set demo|full|check]
+                   [--profiles P,..] [--modes M,..] [--workloads W,..]
+                   [--reps N] [--max-time S] [--profile NAME:rtt=MS,down=KBIT,up=KBIT,loss=PCT]
+        as root inside the VM (tools/demo.sh boots it): one JSON line per
+        fetch to DIR/results.jsonl, progress on stdout.
+    testbed.py report DIR/results.jsonl [--png FILE]
+        anywhere: one table per profile (modes x workloads, seconds, the
+        physical bound last) and a chart.
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import re
+import shlex
+import statistics
+import subprocess
+import sys
+import time
+import tomllib
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONF = os.path.join(HERE, "testbed.toml")
+LESCTL = os.path.join(HERE, "lesctl", "lesctl")
+WORK = "/tmp/testbed"
+PEP_MARK = 0x4c455350          # lesctl pep set mark; docs/pep.md
+AEAD = "'rfc4106(gcm(aes))'"
+
+NS = ("client", "rpep", "hpep", "server")
+# (namespace, device, address, peer namespace, peer device): one per veth end.
+LINKS = (("client", "c-r", "10.1.0.1", "rpep", "r-c"),
+         ("rpep", "r-c", "10.1.0.254", "client", "c-r"),
+         ("rpep", "r-h", "10.2.0.1", "hpep", "h-r"),
+         ("hpep", "h-r", "10.2.0.2", "rpep", "r-h"),
+         ("hpep", "h-s", "10.3.0.254", "server", "s-h"),
+         ("server", "s-h", "10.3.0.1", "hpep", "h-s"))
+OUTER = {"client": "10.1.0.1", "server": "10.3.0.1"}
+INNER = {"client": "10.11.0.1", "server": "10.13.0.1"}
+# The hop's ends: uplink leaves rpep, downlink leaves hpep.
+HOP = {"up": ("rpep", "r-h"), "down": ("hpep", "h-r")}
+MTU = 1500
+# netem counts every packet it delays, so the delay line is sized for the
+# smallest packets that may fill it (pure ACKs), the queue for full ones.
+SMALLEST = 64
+
+
+def ns(name):
+    return f"tb-{name}"
+
+
+def sh(cmd, where=None, check=True, timeout=600):
+    if where:
+        cmd = f"ip netns exec {ns(where)} bash -c {shlex.quote(cmd)}"
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout)
+    if check and p.returncode:
+        raise RuntimeError(f"`{cmd}` failed ({p.returncode}): {(p.stderr or p.stdout).strip()}")
+    return p
+
+
+# ---- configuration -----------------------------------------------------------
+
+def load_conf():
+    with open(CONF, "rb") as f:
+        return tomllib.load(f)
+
+
+def parse_profile(text):
+    """NAME:rtt=600,down=10000,up=2000,loss=1 (ms, kbit/s, percent)."""
+    name, _, kv = text.partition(":")
+    keys = {"rtt": "rtt_ms", "down": "down_kbit", "up": "up_kbit", "loss": "loss_pct"}
+    prof = {"rtt_ms": 600, "down_kbit": 10000, "up_kbit": 2000, "loss_pct": 0.0}
+    for item in filter(None, kv.split(",")):
+        k, _, v = item.partition("=")
+        if k not in keys:
+            raise SystemExit(f"testbed: profile {name}: unknown key {k!r} (rtt, down, up, loss)")
+        prof[keys[k]] = float(v)
+    if not name or prof["rtt_ms"] <= 0 or prof["down_kbit"] <= 0 or prof["up_kbit"] <= 0 \
+            or not 0 <= prof["loss_pct"] < 100:
+        raise SystemExit(f"testbed: bad profile {text!r}")
+    return name, prof
+
+
+def queue_limit(prof, rate_kbit):
+    """netem's limit in packets: 2 x BDP of full packets plus the one-way
+    delay line of the smallest ones."""
+    bdp = rate_kbit * 1000 / 8 * prof["rtt_ms"] / 1000
+    line = rate_kbit * 1000 / 8 * prof["rtt_ms"] / 2000
+    return math.ceil(2 * bdp / MTU) + math.ceil(line / SMALLEST)
+
+
+def workload_bytes(w):
+    return w.get("bytes") or w["html_bytes"] + w["objects"] * w["object_bytes"]
+
+
+def bound(prof, w):
+    """The physical bound: handshake and request (2 RTT), a third for the
+    page's objects, which are asked for after the HTML arrives, plus the
+    bytes at the downlink's rate."""
+    rtts = 3 if "objects" in w else 2
+    return rtts * prof["rtt_ms"] / 1000 + workload_bytes(w) * 8 / (prof["down_kbit"] * 1000)
+
+
+# ---- topology ------------------------------------------------------------------
+
+def topology_down():
+    sh(f"[ -f {WORK}/nginx.pid ] && kill $(cat {WORK}/nginx.pid)", check=False)
+    for n in NS:
+        sh(f"ip netns del {ns(n)}", check=False)
+
+
+def topology_up():
+    topology_down()
+    for n in NS:
+        sh(f"ip netns add {ns(n)}")
+        sh("ip link set dev lo up", n)
+    for a, da, _, b, db in LINKS:
+        if a < b:
+            sh(f"ip link add dev {da} netns {ns(a)} type veth peer name {db} netns {ns(b)}")
+    for n, dev, addr, _, _ in LINKS:
+        sh(f"ip addr add {addr}/24 dev {dev} && ip link set dev {dev} up", n)
+        # netem must see the packets the wire carries, not 64 kB aggregates.
+        sh(f"ethtool -K {dev} tso off gso off gro off", n)
+    mac = {(n, dev): sh(f"cat /sys/class/net/{dev}/address", n).stdout.strip()
+           for n, dev, _, _, _ in LINKS}
+    addr = {(n, dev): a for n, dev, a, _, _ in LINKS}
+    for n, dev, _, pn, pdev in LINKS:
+        # No ARP across the hop in the middle of a measurement.
+        sh(f"ip neigh replace {addr[(pn, pdev)]} lladdr {mac[(pn, pdev)]} dev {dev} nud permanent", n)
+    for n in ("rpep", "hpep"):
+        sh("sysctl -qw net.ipv4.ip_forward=1", n)
+    for n in ("client", "server"):
+        sh(f"ip link add dev in0 type dummy && ip link set dev in0 up && "
+           f"ip addr add {INNER[n]}/32 dev in0", n)
+    sh(f"ip route add default via 10.1.0.254 && "
+       f"ip route add {INNER['server']}/32 via 10.1.0.254 src {INNER['client']}", "client")
+    sh(f"ip route add default via 10.3.0.254 && "
+       f"ip route add {INNER['client']}/32 via 10.3.0.254 src {INNER['server']}", "server")
+    sh(f"ip route add default via 10.2.0.2 && ip route add {INNER['client']}/32 via 10.1.0.1", "rpep")
+    sh(f"ip route add default via 10.2.0.1 && ip route add {INNER['server']}/32 via 10.3.0.1", "hpep")
+
+
+def endpoint_tcp(profiles):
+    """Stock TCP on the endpoints (cubic, IW10, the default tcp_rmem middle
+    value), except: a buffer maximum above every profile's BDP, and no
+    cached metrics, so that each fetch starts as a fresh host would."""
+    need = max(4 * p["down_kbit"] * 1000 / 8 * p["rtt_ms"] / 1000 for p in profiles)
+    for n in ("client", "server"):
+        for name in ("tcp_rmem", "tcp_wmem"):
+            lo, mid, hi = sh(f"sysctl -n net.ipv4.{name}", n).stdout.split()
+            sh(f"sysctl -qw net.ipv4.{name}='{lo} {mid} {max(int(hi), int(need))}'", n)
+        sh("sysctl -qw net.ipv4.tcp_no_metrics_save=1", n)
+
+
+def hop_up(prof):
+    """netem on both ends of the hop: the profile's delay, rate and loss."""
+    for direction, (n, dev) in HOP.items():
+        rate = prof[f"{direction}_kbit"]
+        cmd = (f"tc qdisc replace dev {dev} root netem delay {prof['rtt_ms'] / 2:g}ms "
+               f"rate {rate:g}kbit limit {queue_limit(prof, rate)}")
+        if prof["loss_pct"]:
+            cmd += f" loss random {prof['loss_pct']:g}%"
+        sh(cmd, n)
+
+
+# ---- modes --------------------------------------------------------------------------
+
+class Mode:
+    """The SAs (and PEP keys) of one mode.  Fresh keys and SPIs each time a
+    mode is set up: an LES blob serves one SA once (README)."""
+    spi = 0x1000
+
+    def __init__(self, name):
+        self.name = name
+        self.sas = {}                  # direction ("down"/"up") -> spi
+        flush_sas()
+        if name == "clear":
+            return
+        for direction, src, dst in (("up", "client", "server"), ("down", "server", "client")):
+            Mode.spi += 1
+            self.sas[direction] = Mode.spi
+            if name == "esp":
+                key = "0x" + os.urandom(36).hex()
+            else:
+                k2, k1 = os.urandom(36).hex(), os.urandom(36).hex()
+                key = lesctl(f"blob create endpoint k2 {k2} k1 {k1}")
+            for n in ("client", "server"):
+                sh(sa_add(src, dst, Mode.spi, key), n)
+            if name == "les-observer":
+                view = lesctl(f"blob create pep-view k2 {k2}")
+                for n in ("rpep", "hpep"):
+                    sh(sa_add(src, dst, Mode.spi, view) + f" mark {PEP_MARK:#x}", n)
+        for me, peer in (("client", "server"), ("server", "client")):
+            for d, s, t in (("out", me, peer), ("in", peer, me)):
+                sh(f"ip xfrm policy add src {INNER[s]}/32 dst {INNER[t]}/32 dir {d} "
+                   f"tmpl src {OUTER[s]} dst {OUTER[t]} proto esp reqid 1 mode tunnel", me)
+
+    def counters(self):
+        """What proves the mode carried a fetch: the client's inbound SA,
+        les.ko's counters at the client and at both PEPs."""
+        res = {}
+        if "down" in self.sas:
+            out = sh(f"ip -s xfrm state list spi {self.sas['down']:#x}", "client").stdout
+            m = re.search(r"lifetime current:\s+(\d+)\(bytes\)", out)
+            res["sa_bytes"] = int(m.group(1)) if m else 0
+        for n in ("client", "rpep", "hpep"):
+            for line in sh(f"{LESCTL} stats", n).stdout.splitlines():
+                f = line.split()
+                if len(f) == 2 and f[0] in ("LesInPackets", "LesPepOpened"):
+                    res[f"{n}_{f[0]}"] = int(f[1])
+        return res
+
+    def carried(self, before, after, nbytes):
+        """None if the fetch went the way the mode says, else why not."""
+        d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        opened = d.get("rpep_LesPepOpened", 0), d.get("hpep_LesPepOpened", 0)
+        les_in = d.get("client_LesInPackets", 0)
+        if self.name == "clear":
+            return None if les_in == 0 and not self.sas else f"clear, but {d}"
+        if d.get("sa_bytes", 0) < nbytes:
+            return f"the inbound SA carried {d.get('sa_bytes', 0)} bytes of {nbytes}"
+        if self.name == "esp":
+            return None if les_in == 0 else f"esp, but les.ko opened {les_in} packets"
+        if les_in == 0:
+            return "les.ko opened no packet at the client"
+        if self.name == "les":
+            return None if opened == (0, 0) else f"no PEP keys, but the PEPs opened {opened}"
+        return None if min(opened) > 0 else f"the PEPs opened {opened} header zones"
+
+
+def lesctl(args, where=None):
+    return sh(f"{LESCTL} {args}", where).stdout.strip()
+
+
+def sa_add(src, dst, spi, key):
+    return (f"ip xfrm state add src {OUTER[src]} dst {OUTER[dst]} proto esp spi {spi:#x} "
+            f"reqid 1 mode tunnel aead {AEAD} {key} 128 replay-window 4096 "
+            f"sel src {INNER[src]}/32 dst {INNER[dst]}/32")
+
+
+def flush_sas():
+    for n in NS:
+        sh("ip xfrm state flush; ip xfrm policy flush", n, check=False)
+
+
+# ---- the server and the fetches ------------------------------------------------------
+
+def server_up(workloads):
+    """nginx in the server namespace, and the files it serves; returns
+    {url path: sha256}."""
+    www = f"{WORK}/www"
+    os.makedirs(www, exist_ok=True)
+    os.chmod(WORK, 0o755)
+    sums = {}
+
+    def put(path, data):
+        with open(f"{www}/{path}", "wb") as f:
+            f.write(data)
+        sums[path] = hashlib.sha256(data).hexdigest()
+
+    for name, w in workloads.items():
+        if "bytes" in w:
+            put(f"{name}.bin", os.urandom(w["bytes"]))
+        else:
+            objs = [f"{name}-{i}.bin" for i in range(w["objects"])]
+            links = "".join(f'<img src="{o}">\n' for o in objs)
+            html = f"<!doctype html><title>{name}</title>\n{links}".encode()
+            put(f"{name}.html", html + b"<!--" + b"x" * max(0, w["html_bytes"] - len(html) - 7) + b"-->")
+            for o in objs:
+                put(o, os.urandom(w["object_bytes"]))
+    conf = f"""
+worker_processes 1;
+pid {WORK}/nginx.pid;
+error_log {WORK}/nginx-error.log;
+events {{ worker_connections 256; }}
+http {{
+    access_log off;
+    sendfile on;
+    keepalive_requests 1000;
+    types {{ text/html html; application/octet-stream bin; }}
+    server {{ listen 80; root {www}; }}
+}}
+"""
+    with open(f"{WORK}/nginx.conf", "w") as f:
+        f.write(conf)
+    sh(f"nginx -c {WORK}/nginx.conf", "server")
+    return sums
+
+
+CURL_W = "%{json}\\n"
+
+
+def curl(urls, out_dir, max_time, parallel=0):
+    """curl in the client namespace; returns (exit code, [write-out dicts])."""
+    args = ["curl", "-sS", "--max-time", str(max_time), "-w", CURL_W]
+    if parallel:
+        args += ["--parallel", "--parallel-max", str(parallel)]
+    for u in urls:
+        args += ["-o", f"{out_dir}/{os.path.basename(u)}", u]
+    p = subprocess.run(["ip", "netns", "exec", ns("client")] + args,
+                       capture_output=True, text=True, timeout=max_time + 60)
+    info = [json.loads(ln) for ln in p.stdout.splitlines() if ln.startswith("{")]
+    return p.returncode, info
+
+
+def fetch(name, w, sums, max_time):
+    """One fetch on fresh connections: {status, connect, first_byte, total}."""
+    dl = f"{WORK}/dl"
+    sh(f"rm -rf {dl} && mkdir -p {dl}")
+    for n in ("client", "server"):
+        sh("ip tcp_metrics flush all", n, check=False)
+    base = f"http://{INNER['server']}/"
+    t0 = time.monotonic()
+    if "bytes" in w:
+        paths = [f"{name}.bin"]
+        rc, info = curl([base + paths[0]], dl, max_time)
+        first = info[0] if info else {}
+        total = first.get("time_total")
+    else:
+        paths = [f"{name}.html"]
+        rc, info = curl([base + paths[0]], dl, max_time)
+        first = info[0] if info else {}
+        if rc == 0:
+            objs = [f"{name}-{i}.bin" for i in range(w["objects"])]
+            paths += objs
+            left = max(1, int(max_time - (time.monotonic() - t0)))
+            rc, _ = curl([base + o for o in objs], dl, left, parallel=w["parallel"])
+        # What a user waits for: from the first request to the last object.
+        total = time.monotonic() - t0
+    res = {"connect": first.get("time_connect"), "first_byte": first.get("time_starttransfer"),
+           "total": round(total, 3) if total is not None else None}
+    if rc == 28:
+        res.update(status="timeout", total=max_time)
+    elif rc != 0:
+        res["status"] = f"curl exit {rc}"
+    else:
+        bad = [p for p in paths if not os.path.exists(f"{dl}/{p}")
+               or hashlib.sha256(open(f"{dl}/{p}", "rb").read()).hexdigest() != sums[p]]
+        res["status"] = f"hash mismatch: {bad[0]}" if bad else "ok"
+    return res
+
+
+# ---- run --------------------------------------------------------------------------------
+
+def load_les(ko):
+    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user; modprobe sch_netem")
+    if not os.path.exists("/sys/module/les"):
+        sh(f"insmod {ko}")
+
+
+def cmd_run(a):
+    conf = load_conf()
+    s = conf["sets"][a.set]
+    names = a.profiles or ("" if a.profile else ",".join(s["profiles"]))
+    profiles = {n: conf["profiles"][n] for n in names.split(",") if n}
+    for text in a.profile:
+        n, p = parse_profile(text)
+        profiles[n] = p
+    workloads = {n: conf["workloads"][n] for n in (a.workloads or ",".join(s["workloads"])).split(",")}
+    modes = (a.modes or ",".join(conf["modes"]["order"])).split(",")
+    reps = a.reps or s["reps"]
+    max_time = a.max_time or s["max_time_s"]
+    os.makedirs(a.out, exist_ok=True)
+    results = f"{a.out}/results.jsonl"
+    load_les(a.ko)
+    sh(f"rm -rf {WORK} && mkdir -p {WORK}")
+    try:
+        done, failed = fetch_all(profiles, modes, workloads, reps, max_time, results)
+    finally:
+        flush_sas()
+        topology_down()
+    print(f"testbed: {done} fetches, {failed} failed; results in {results}")
+    return 1 if failed else 0
+
+
+def fetch_all(profiles, modes, workloads, reps, max_time, results):
+    kernel = os.uname().release
+    topology_up()
+    endpoint_tcp(profiles.values())
+    sums = server_up(workloads)
+    start = time.monotonic()
+    failed = 0
+    total = len(profiles) * len(modes) * len(workloads) * reps
+    done = 0
+    with open(results, "w") as out:
+        for pname, prof in profiles.items():
+            hop_up(prof)
+            params = dict(prof, queue_down_pkts=queue_limit(prof, prof["down_kbit"]),
+                          queue_up_pkts=queue_limit(prof, prof["up_kbit"]))
+            for mname in modes:
+                mode = Mode(mname)
+                for wname, w in workloads.items():
+                    for rep in range(1, reps + 1):
+                        done += 1
+                        el = int(time.monotonic() - start)
+                        print(f"[{el // 60:2d}:{el % 60:02d}] {done}/{total} {pname} {mname:12s} "
+                              f"{wname:4s} rep {rep}/{reps} ...", end="", flush=True)
+                        before = mode.counters()
+                        res = fetch(wname, w, sums, max_time)
+                        why = mode.carried(before, mode.counters(), workload_bytes(w))
+                        if why and res["status"] == "ok":
+                            res["status"] = f"not carried by {mname}: {why}"
+                        failed += res["status"] not in ("ok", "timeout")
+                        line = dict(profile=pname, mode=mname, workload=wname, rep=rep, **res,
+                                    bytes=workload_bytes(w), bound=round(bound(prof, w), 3),
+                                    params=params, kernel=kernel)
+                        out.write(json.dumps(line) + "\n")
+                        out.flush()
+                        print(f" {res['total']} s {res['status']}", flush=True)
+    return done, failed
+
+
+# ---- report ---------------------------------------------------------------------------------
+
+def cell(rows):
+    """Median seconds of a (profile, mode, workload), "> N" if a fetch timed
+    out, FAIL if one failed."""
+    if any(r["status"] not in ("ok", "timeout") for r in rows):
+        return "FAIL", None
+    if any(r["status"] == "timeout" for r in rows):
+        return f"> {max(r['total'] for r in rows):.0f}", None
+    v = statistics.median(r["total"] for r in rows)
+    return f"{v:.2f}", v
+
+
+def tables(results):
+    """{profile: (params, kernel, [workloads], [(mode, [cells])], [bounds])}."""
+    conf = load_conf()
+    order = conf["modes"]["order"] + ["les-pep"]
+    wl_order = list(conf["workloads"])
+    out = {}
+    for pname in dict.fromkeys(r["profile"] for r in results):
+        rs = [r for r in results if r["profile"] == pname]
+        wls = sorted(dict.fromkeys(r["workload"] for r in rs),
+                     key=lambda w: wl_order.index(w) if w in wl_order else 99)
+        modes = sorted(dict.fromkeys(r["mode"] for r in rs),
+                       key=lambda m: order.index(m) if m in order else 99)
+        rows = [(m, [cell([r for r in rs if r["mode"] == m and r["workload"] == w]) if any(
+            r["mode"] == m and r["workload"] == w for r in rs) else ("-", None) for w in wls])
+            for m in modes]
+        bounds = [next(r["bound"] for r in rs if r["workload"] == w) for w in wls]
+        out[pname] = (rs[0]["params"], rs[0]["kernel"], wls, rows, bounds)
+    return out
+
+
+def print_tables(results):
+    for pname, (p, kernel, wls, rows, bounds) in tables(results).items():
+        loss = f", loss {p['loss_pct']:g} %" if p["loss_pct"] else ""
+        print(f"\n{pname}: RTT {p['rtt_ms']:g} ms, {p['down_kbit'] / 1000:g} Mbit/s down, "
+              f"{p['up_kbit'] / 1000:g} Mbit/s up{loss} ({kernel}); seconds")
+        print(f"  {'mode':14s}" + "".join(f"{w:>10s}" for w in wls))
+        for m, cells in rows:
+            print(f"  {m:14s}" + "".join(f"{c[0]:>10s}" for c in cells))
+        print(f"  {'bound':14s}" + "".join(f"{b:10.2f}" for b in bounds))
+
+
+def chart(results, png):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    tabs = tables(results)
+    fig, axes = plt.subplots(1, len(tabs), figsize=(6.5 * len(tabs), 4.8), squeeze=False)
+    for ax, (pname, (p, kernel, wls, rows, bounds)) in zip(axes[0], tabs.items()):
+        width = 0.8 / max(1, len(rows))
+        for i, (m, cells) in enumerate(rows):
+            xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(wls))]
+            # A fetch that timed out stands at its cap, hatched: "> cap".
+            ys = [c[1] if c[1] is not None else float(c[0][2:]) if c[0].startswith(">") else 0
+                  for c in cells]
+            bars = ax.bar(xs, ys, width, label=m, color=f"C{i}")
+            for b, c in zip(bars, cells):
+                if c[1] is None:
+                    b.set_hatch("//")
+                    b.set_alpha(0.5)
+            ax.bar_label(bars, labels=[c[0] for c in cells], fontsize=6, rotation=90, padding=2)
+        for j, b in enumerate(bounds):
+            ax.hlines(b, j - 0.45, j + 0.45, colors="black", linestyles="dashed",
+                      label="bound (2 RTT + bytes at link rate)" if j == 0 else None)
+        ax.set_xticks(range(len(wls)), wls)
+        ax.set_ylabel("transfer time, s")
+        loss = f", {p['loss_pct']:g} % loss" if p["loss_pct"] else ""
+        ax.set_title(f"{pname}: {p['rtt_ms']:g} ms, {p['down_kbit'] / 1000:g}/"
+                     f"{p['up_kbit'] / 1000:g} Mbit/s{loss}", fontsize=10)
+        ax.margins(y=0.15)
+        ax.legend(fontsize=7, loc="upper left")
+    fig.suptitle(f"Transfer times through the satellite testbed ({results[0]['kernel']})", fontsize=11)
+    fig.tight_layout()
+    fig.savefig(png, dpi=110)
+
+
+def cmd_report(a):
+    with open(a.results) as f:
+        results = [json.loads(ln) for ln in f if ln.strip()]
+    if not results:
+        print("testbed: no results", file=sys.stderr)
+        return 1
+    print_tables(results)
+    if a.png:
+        chart(results, a.png)
+        print(f"\nchart: {a.png}")
+    return 0
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    r = sub.add_parser("run", help="run fetches (root, inside the VM)")
+    r.add_argument("--ko", required=True)
+    r.add_argument("--out", required=True)
+    r.add_argument("--set", default="demo", choices=list(load_conf()["sets"]))
+    r.add_argument("--profiles", default="")
+    r.add_argument("--profile", action="append", default=[], metavar="NAME:rtt=..,down=..,up=..,loss=..")
+    r.add_argument("--modes", default="")
+    r.add_argument("--workloads", default="")
+    r.add_argument("--reps", type=int, default=0)
+    r.add_argument("--max-time", type=int, default=0)
+    p = sub.add_parser("report", help="tables and chart from results.jsonl")
+    p.add_argument("results")
+    p.add_argument("--png", default="")
+    a = ap.parse_args()
+    return cmd_run(a) if a.cmd == "run" else cmd_report(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
