@@ -21,6 +21,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
+import nsagent  # noqa: E402
 from lescodec import blob as B  # noqa: E402
 from lescodec import packet as P  # noqa: E402
 from lescodec import pcap  # noqa: E402
@@ -153,7 +154,7 @@ def sh(cmd, ns=None, check=True, timeout=120):
     if ns:
         p = ns_agent(ns).sh(cmd, timeout)
     else:
-        p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout)
+        p = nsagent.run_cmd(cmd, timeout)
     if check and p.returncode:
         raise RuntimeError(f"`{cmd}` failed ({p.returncode}): {p.stderr.strip() or p.stdout.strip()}")
     return p

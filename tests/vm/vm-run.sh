@@ -249,6 +249,14 @@ vng_args=(
 	--name "vm-run-$$"
 	-v
 )
+# A kernel with 9p built in mounts the root itself, with rootflags: cache
+# it (cache=loose), since nothing changes the host's / under a test run.
+# Without a cache every path lookup is a round trip to QEMU's 9p server;
+# with it the debug kernel boots in 53 s instead of 88 and execs 2x faster.
+# (Debian's kernels mount it from vng's initramfs, whose options are fixed.)
+if grep -qs '/9p\.ko' "/lib/modules/$kver/modules.builtin"; then
+	VM_APPEND="rootflags=version=9p2000.L,trans=virtio,access=any,msize=524288,cache=loose $VM_APPEND"
+fi
 read -r -a append_args <<< "$VM_APPEND"
 for a in "${append_args[@]}"; do
 	vng_args+=(--append "$a")
@@ -310,7 +318,15 @@ if [ ! -s "$log" ]; then
 	log=$console
 fi
 if [ -s "$log" ]; then
-	hits=$(grep -E -- "$bad" "$log" | { if [ -n "$VM_DMESG_IGNORE" ]; then grep -Ev -- "$VM_DMESG_IGNORE"; else cat; fi; } || true)
+	# An allocation that fails reports itself with a stack (warn_alloc:
+	# "page allocation failure", "vmalloc error"): a diagnostic, not a bug,
+	# and what fault injection provokes on purpose; what the failure then
+	# breaks shows as KASAN, WARNING, BUG...  So the Call Trace of such a
+	# report, three lines below its first, is not a hit.
+	hits=$(awk -v bad="$bad" '
+		/(page allocation failure|vmalloc error): / { alloc = NR }
+		$0 ~ bad { if ($0 ~ /Call Trace/ && alloc && NR - alloc <= 4) next; print }' "$log" |
+		{ if [ -n "$VM_DMESG_IGNORE" ]; then grep -Ev -- "$VM_DMESG_IGNORE"; else cat; fi; } || true)
 	if [ -n "$hits" ]; then
 		echo "vm-run: KERNEL LOG PROBLEM in $log:" >&2
 		printf '%s\n' "$hits" | head -n 200 | sed 's/^/vm-run:   /' >&2
