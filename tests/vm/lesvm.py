@@ -162,7 +162,7 @@ def sh(cmd, ns=None, check=True, timeout=120):
 
 def agent(ns, *args, timeout=120):
     """Run an nsagent action to completion; returns its last JSON line."""
-    bg = Bg(ns, *args)
+    bg = Bg(ns, *args, ready_timeout=timeout)
     res = bg.result(timeout=timeout)
     if bg.rc:
         raise RuntimeError(f"nsagent {' '.join(map(str, args))} failed ({bg.rc}): {bg.lines[-5:]}")
@@ -172,12 +172,12 @@ def agent(ns, *args, timeout=120):
 class Bg:
     """An nsagent action in the background; result() waits for its last line."""
 
-    def __init__(self, ns, *args):
+    def __init__(self, ns, *args, ready_timeout=300):
         self.agent = ns_agent(ns)
         self.rid, self.q = self.agent.send(run=[str(a) for a in args])
         self.lines, self.rc, self.finished = [], None, False
         # Every agent prints one line once it is ready (listening, sniffing).
-        self._next(None)
+        self._next(ready_timeout)
 
     def _next(self, timeout):
         try:
