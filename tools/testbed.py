@@ -246,7 +246,7 @@ class Mode:
         opened = d.get("rpep_LesPepOpened", 0), d.get("hpep_LesPepOpened", 0)
         les_in = d.get("client_LesInPackets", 0)
         if self.name == "clear":
-            return None if les_in == 0 and not self.sas else f"clear, but {d}"
+            return None if les_in == 0 else f"clear, but les.ko opened {les_in} packets"
         if d.get("sa_bytes", 0) < nbytes:
             return f"the inbound SA carried {d.get('sa_bytes', 0)} bytes of {nbytes}"
         if self.name == "esp":
