@@ -2,13 +2,15 @@
 /*
  * The AEAD operation of one zone, shared by output and input.
  *
- * Each zone is one gcm(aes) operation over a scatterlist made of the AAD
- * prefix (SPI || [seq hi] || seq lo: with ESN a copy kept here, so that no
- * header is shuffled in the skb; without it the ESP header in the skb)
- * followed by the packet from the IV on:
+ * Each zone is one gcm(aes) operation over a scatterlist of the packet
+ * (docs/protocol.md 3.1):
  *
- *   header zone:  AAD = prefix || IV || L               text = L bytes
- *   payload zone: AAD = prefix || IV || L || HZ || ICV2  text = the rest
+ *   header zone:  AAD = SPI || SeqLo || IV             text = 4 + L bytes
+ *   payload zone: AAD = prefix || IV || HZ || ICV2      text = the rest
+ *
+ * The header zone's AAD is always the 16 bytes in front of it.  The payload
+ * zone's prefix is SPI || [seq hi] || seq lo: with ESN a copy kept here, so
+ * that no header is shuffled in the skb; without it the ESP header itself.
  *
  * One allocation per packet holds the request, the nonce and the
  * scatterlist; it lives in LES_SKB_CB(skb)->tmp across async completion.
@@ -63,26 +65,28 @@ struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags)
 int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 		   crypto_completion_t done)
 {
+	unsigned int ad, text, span, zones;
 	struct les_sa *sa = c->sa;
-	unsigned int ad, text, span;
 	struct crypto_aead *aead;
+	bool prefix_in_skb;
 	const u8 *salt;
 	int err;
 
-	/* IV and L sit between the prefix and the header zone. */
-	ad = c->prefix_len + LES_IV_LEN + LES_HZLEN_LEN;
+	zones = LES_IV_LEN + c->hz_len + LES_ICV_LEN;
 	if (c->step == LES_STEP_HZ) {
 		aead = sa->hz_aead;
 		salt = sa->hz_salt;
+		prefix_in_skb = true;
+		ad = LES_HZ_AAD_LEN;
 		text = c->hz_len;
-		span = LES_IV_LEN + LES_HZLEN_LEN + c->hz_len + LES_ICV_LEN;
+		span = zones;
 	} else {
 		aead = sa->pz_aead;
 		salt = sa->pz_salt;
-		ad += c->hz_len + LES_ICV_LEN;
+		prefix_in_skb = c->prefix_in_skb;
+		ad = c->prefix_len + zones;
 		text = c->pz_len;
-		span = LES_IV_LEN + LES_HZLEN_LEN + c->hz_len + LES_ICV_LEN +
-		       c->pz_len + LES_ICV_LEN;
+		span = zones + c->pz_len + LES_ICV_LEN;
 	}
 	/* When opening, the ICV counts as ciphertext. */
 	if (!encrypt)
@@ -91,11 +95,11 @@ int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 	memcpy(c->nonce, salt, LES_SALT_LEN);
 	memcpy(c->nonce + LES_SALT_LEN, c->iv, LES_IV_LEN);
 
-	if (c->prefix_in_skb) {
+	if (prefix_in_skb) {
 		/*
-		 * Without ESN the prefix is the ESP header itself, just before
-		 * the IV: the AAD is then one run of the linear head, which
-		 * GCM implementations read in place instead of copying it.
+		 * The ESP header is the AAD's first 8 bytes, just before the
+		 * IV: the AAD is then one run of the linear head, which GCM
+		 * implementations read in place instead of copying it.
 		 */
 		sg_init_table(c->sg, c->nfrags);
 		err = skb_to_sgvec(skb, c->sg, c->zone_off - LES_ESP_HDR_LEN,
@@ -115,4 +119,22 @@ int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 
 	return encrypt ? crypto_aead_encrypt(c->req) :
 			 crypto_aead_decrypt(c->req);
+}
+
+/*
+ * L, before any ICV is checked: the first two plaintext bytes of the header
+ * zone are XORed with GCM's first keystream block (docs/protocol.md 3.1).
+ * @iv and @hz point at the packet's IV and header zone ciphertext.
+ */
+unsigned int les_hz_peek_len(const struct les_sa *sa, const u8 *iv,
+			     const u8 *hz)
+{
+	u8 block[AES_BLOCK_SIZE];
+	unsigned int len;
+
+	les_hz_ctr_block(block, sa->hz_salt, iv);
+	aes_encrypt(&sa->hz_aes, block, block);
+	len = les_hz_len_unmask(hz, block);
+	memzero_explicit(block, sizeof(block));
+	return len;
 }

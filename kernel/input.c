@@ -2,14 +2,18 @@
 /*
  * Opening: an LES packet becomes the inner packet again.
  *
- * An endpoint opens the payload zone first, because its AAD is the header
- * zone exactly as sent, then the header zone.  Then the headers move 16
- * bytes back over ICV2 to rejoin the payload, and the ESP part goes:
+ * L comes first, from one AES block (docs/protocol.md 3.1).  An endpoint
+ * opens the payload zone first, because its AAD is the header zone exactly
+ * as sent, then the header zone.  Then the checksum and the moved bytes go
+ * back into the headers, the headers move 18 bytes back over ICV2 and the
+ * checksum field to rejoin the payload, and the ESP part goes:
  *
- *   | ESP IV L nh f | headers | ICV2 | payload | pad pl nh | ICV1 |
- *   ->                        | headers | payload |
+ *   | ESP IV L nh f e | headers | ICV2 | csum | payload | moved pad pl nh | ICV1 |
+ *   ->                               | headers | payload |
  *
- * A pep-origin-in SA takes header-only packets and nothing else.
+ * The header zone must then be exactly what a sender makes of the restored
+ * packet (section 4).  A pep-origin-in SA takes header-only packets and
+ * nothing else.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -66,6 +70,91 @@ static void les_input_encap(struct xfrm_state *x, struct sk_buff *skb,
 		skb->ip_summed = CHECKSUM_UNNECESSARY;
 }
 
+/* Padding (any length up to 255, valued 1, 2, 3...) before @end. */
+static bool les_input_pad_ok(struct sk_buff *skb, unsigned int end,
+			     unsigned int padlen)
+{
+	unsigned int done = 0, i, n;
+	u8 buf[64];
+
+	while (done < padlen) {
+		n = min_t(unsigned int, padlen - done, sizeof(buf));
+		if (skb_copy_bits(skb, end - padlen + done, buf, n))
+			return false;
+		for (i = 0; i < n; i++)
+			if (buf[i] != (u8)(done + i + 1))
+				return false;
+		done += n;
+	}
+	return true;
+}
+
+/*
+ * The header zone of a packet that also has a payload zone: put what it
+ * left out back, rejoin the headers to the payload, and check that a sender
+ * would have made exactly this header zone (protocol.md 4).  Returns 0 or
+ * the counter that says why not.
+ */
+static int les_input_restore(struct sk_buff *skb, u8 nexthdr, u8 flags,
+			     unsigned int hdrs)
+{
+	u8 hz[LES_HDRS_SEALED_MAX], again[LES_HDRS_SEALED_MAX];
+	u8 csum[LES_CSUM_LEN], csum2[LES_CSUM_LEN];
+	u8 moved[LES_MOVED_MAX], moved2[LES_MOVED_MAX];
+	unsigned int pz_off, pz_len, padlen, inner, total;
+	struct les_hz_plan plan;
+	u8 tail[2];
+	size_t need;
+	int moved_len;
+
+	if (flags & LES_HZF_HEADER_ONLY)
+		return LES_STAT_IN_POLICY;
+	if (hdrs > LES_HDRS_SEALED_MAX)
+		return LES_STAT_IN_MALFORMED;
+	moved_len = les_hz_moved_len(nexthdr, flags, skb->data + LES_HDRS_OFF, hdrs);
+	if (moved_len < 0)
+		return LES_STAT_IN_MALFORMED;
+
+	/* Payload zone: checksum | payload | moved | padding | pl | nh. */
+	pz_off = LES_HEADER_LEN + hdrs;
+	pz_len = skb->len - pz_off - LES_ICV_LEN;
+	if (skb_copy_bits(skb, pz_off + pz_len - 2, tail, 2))
+		return LES_STAT_IN_MALFORMED;
+	padlen = tail[0];
+	if (tail[1] != nexthdr ||
+	    LES_CSUM_LEN + moved_len + padlen + 2 > pz_len)
+		return LES_STAT_IN_MALFORMED;
+	if (!les_input_pad_ok(skb, pz_off + pz_len - 2, padlen))
+		return LES_STAT_IN_MALFORMED;
+	inner = pz_off + pz_len - 2 - padlen - moved_len;
+	if (skb_copy_bits(skb, pz_off, csum, LES_CSUM_LEN) ||
+	    skb_copy_bits(skb, inner, moved, moved_len))
+		return LES_STAT_IN_MALFORMED;
+
+	memcpy(hz, skb->data + LES_HDRS_OFF, hdrs);
+	les_hz_restore(nexthdr, flags, skb->data + LES_HDRS_OFF, hdrs, csum, moved);
+	if (pskb_trim(skb, inner))
+		return LES_STAT_IN_ERRORS;
+	memmove(skb->data + LES_HEADER_LEN + LES_CSUM_LEN,
+		skb->data + LES_HDRS_OFF, hdrs);
+
+	/* The inner packet (and any TFC padding) as a sender had it. */
+	inner = LES_HEADER_LEN + LES_CSUM_LEN;
+	total = skb->len - inner;
+	while ((need = les_hz_plan(nexthdr, skb->data + inner,
+				   skb_headlen(skb) - inner, total, &plan)))
+		if (!pskb_may_pull(skb, inner + need))
+			return LES_STAT_IN_ERRORS;
+	if (plan.len != hdrs || plan.flags != flags ||
+	    plan.moved_len != moved_len)
+		return LES_STAT_IN_MALFORMED;
+	les_hz_seal(&plan, skb->data + inner, again, csum2, moved2);
+	if (memcmp(again, hz, hdrs) || memcmp(csum2, csum, LES_CSUM_LEN) ||
+	    memcmp(moved2, moved, moved_len))
+		return LES_STAT_IN_MALFORMED;
+	return 0;
+}
+
 static int les_input_done2(struct sk_buff *skb, int err)
 {
 	struct xfrm_state *x = xfrm_input_state(skb);
@@ -74,7 +163,8 @@ static int les_input_done2(struct sk_buff *skb, int err)
 	bool header_only = !c->sa->pz_aead;
 	bool tunnel = x->props.mode == XFRM_MODE_TUNNEL;
 	unsigned int l3_len, strip;
-	u8 nexthdr, flags, tail[LES_ALIGN + 1];
+	u8 nexthdr, flags;
+	int why;
 
 	kfree(c);
 	if (unlikely(err)) {
@@ -83,14 +173,13 @@ static int les_input_done2(struct sk_buff *skb, int err)
 		return err;
 	}
 
-	nexthdr = skb->data[LES_HZ_OFF];
-	flags = skb->data[LES_HZ_OFF + 1];
+	nexthdr = skb->data[LES_HZ_OFF + LES_HZ_NH];
+	flags = skb->data[LES_HZ_OFF + LES_HZ_FLAGS];
 	if (flags & ~LES_HZF_KNOWN)
 		return les_drop(x, LES_STAT_IN_MALFORMED);
-	/* The IV is the packet's sequence number (docs/protocol.md 2). */
-	if (les_get_be32(skb->data + LES_ESP_HDR_LEN) !=
-	    ntohl(XFRM_SKB_CB(skb)->seq.input.hi) ||
-	    memcmp(skb->data + LES_ESP_HDR_LEN + 4, skb->data + 4, 4))
+	/* The epoch is SeqHi's low half, which ICV1 (or ICV2) vouched for. */
+	if (les_get_be16(skb->data + LES_HZ_OFF + LES_HZ_EPOCH) !=
+	    (ntohl(XFRM_SKB_CB(skb)->seq.input.hi) & 0xffff))
 		return les_drop(x, LES_STAT_IN_MALFORMED);
 
 	if (header_only) {
@@ -104,28 +193,10 @@ static int les_input_done2(struct sk_buff *skb, int err)
 		strip = LES_HDRS_OFF;
 		les_stat_inc(xs_net(x), LES_STAT_IN_HEADER_ONLY);
 	} else {
-		/* Payload zone and ICV1. */
-		unsigned int pz = skb->len - LES_HDRS_OFF - hdrs - LES_ICV_LEN;
-		unsigned int i, padlen;
-
-		if (flags & LES_HZF_HEADER_ONLY)
-			return les_drop(x, LES_STAT_IN_POLICY);
-		if (skb_copy_bits(skb, skb->len - LES_ICV_LEN - LES_ALIGN - 1,
-				  tail, sizeof(tail)))
-			return les_drop(x, LES_STAT_IN_MALFORMED);
-		/* tail: the last 3 padding bytes, pad length, next header. */
-		padlen = tail[LES_ALIGN - 1];
-		if (padlen >= LES_ALIGN || padlen + 2 + LES_ICV_LEN > pz ||
-		    tail[LES_ALIGN] != nexthdr)
-			return les_drop(x, LES_STAT_IN_MALFORMED);
-		for (i = 0; i < padlen; i++)
-			if (tail[LES_ALIGN - 1 - padlen + i] != i + 1)
-				return les_drop(x, LES_STAT_IN_MALFORMED);
-		err = pskb_trim(skb, skb->len - LES_ICV_LEN - 2 - padlen);
-		if (unlikely(err))
-			return err;
-		memmove(skb->data + LES_HEADER_LEN, skb->data + LES_HDRS_OFF, hdrs);
-		strip = LES_HEADER_LEN;
+		why = les_input_restore(skb, nexthdr, flags, hdrs);
+		if (why)
+			return les_drop(x, why);
+		strip = LES_HEADER_LEN + LES_CSUM_LEN;
 		les_stat_inc(xs_net(x), LES_STAT_IN_PACKETS);
 	}
 
@@ -164,25 +235,26 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 		return les_drop(x, LES_STAT_IN_POLICY);
 	header_only = sa->role == LES_ROLE_PEP_ORIGIN_IN;
 
-	if (!pskb_may_pull(skb, LES_HZ_OFF))
+	if (skb->len < LES_MIN_LEN || !pskb_may_pull(skb, LES_HDRS_OFF))
 		return les_drop(x, LES_STAT_IN_MALFORMED);
-	hz_len = les_get_be16(skb->data + LES_ESP_HDR_LEN + LES_IV_LEN);
-	if (hz_len < LES_HZ_DESC_LEN || hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
+	hz_len = LES_HZ_DESC_LEN +
+		 les_hz_peek_len(sa, skb->data + LES_ESP_HDR_LEN,
+				 skb->data + LES_HZ_OFF);
+	if (hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
 		return les_drop(x, LES_STAT_IN_MALFORMED);
 	hz_end = LES_HZ_OFF + hz_len + LES_ICV_LEN;
 	if (header_only) {
 		if (skb->len != hz_end)
 			return les_drop(x, skb->len > hz_end ? LES_STAT_IN_POLICY :
 							       LES_STAT_IN_MALFORMED);
-	} else if (skb->len < hz_end + 2 + LES_ICV_LEN) {
+	} else if (skb->len < hz_end + LES_CSUM_LEN + 2 + LES_ICV_LEN) {
 		/* Too short for a payload zone: header-only, or broken. */
 		return les_drop(x, skb->len == hz_end ? LES_STAT_IN_POLICY :
 							LES_STAT_IN_MALFORMED);
 	}
 	/* The header zone is opened and moved in place: make it linear. */
-	if (!pskb_may_pull(skb, hz_end))
+	if (!pskb_may_pull(skb, hz_end + (header_only ? 0 : LES_CSUM_LEN)))
 		return les_drop(x, LES_STAT_IN_MALFORMED);
-
 	if (!skb_cloned(skb) && !skb_is_nonlinear(skb)) {
 		nfrags = 1;
 	} else if (!skb_cloned(skb) && !skb_has_frag_list(skb) &&

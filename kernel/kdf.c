@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * HKDF-SHA256 (RFC 5869) and the PEP-origin key derivation of
- * docs/protocol.md section 5.  Runs when an SA is added, never per packet.
+ * HKDF-SHA256 (RFC 5869) and the zone key derivation of docs/protocol.md
+ * section 2.1.  Runs when an SA is added, never per packet.  PEP-origin
+ * roots (section 6) are derived by lesctl and keying daemons: an endpoint
+ * blob carries KP so they can, the kernel has no use for it.
  */
 #include <crypto/hash.h>
 #include <linux/err.h>
@@ -72,15 +74,15 @@ int les_hkdf_sha256(const u8 *salt, unsigned int salt_len,
 	return err;
 }
 
-int les_kdf_pep_origin(const u8 *k2_and_salt, unsigned int key_len,
-		       __be32 spi, u32 pep_id, u8 *out)
+/* A zone's GCM key and salt from a blob root, bound to one SA (2.1). */
+int les_kdf_zone(const u8 *root, unsigned int key_len, u8 zone, __be32 spi,
+		 u8 blob_flags, u8 *out)
 {
-	static const char label[] = LES_KDF_PEP_ORIGIN_SALT;
-	u8 info[LES_KDF_INFO_LEN];
+	static const char label[] = LES_KDF_ZONE_SALT;
+	u8 info[LES_KDF_ZONE_INFO_LEN];
 
-	memcpy(info, &spi, 4);
-	les_put_be32(info + 4, pep_id);
+	les_kdf_zone_info(info, zone, (const u8 *)&spi, blob_flags);
 	return les_hkdf_sha256(label, sizeof(label) - 1,
-			       k2_and_salt, key_len + LES_SALT_LEN,
+			       root, key_len + LES_SALT_LEN,
 			       info, sizeof(info), out, key_len + LES_SALT_LEN);
 }

@@ -10,6 +10,7 @@
 #include <linux/udp.h>
 #include <net/xfrm.h>
 #include <crypto/aead.h>
+#include <crypto/aes.h>
 
 #include "les_wire.h"
 
@@ -22,12 +23,19 @@ struct les_sa {
 	unsigned int dirs;		/* LES_DIR_IN / LES_DIR_OUT */
 	u32 pep_id;
 	u8 key_len;			/* AES key bytes of the zones */
-	/* Header zone: K2, or the derived PEP-origin key. */
+	u8 blob_flags;			/* LES_BLOB_F_* */
+	/* Header zone: derived from K2, or from the PEP's KO root. */
 	struct crypto_aead *hz_aead;
 	u8 hz_salt[LES_SALT_LEN];
-	/* Payload zone: K1, endpoint SAs only. */
+	/* The same key as a block cipher: it unmasks L (protocol.md 3.1). */
+	struct crypto_aes_ctx hz_aes;
+	/* Payload zone: derived from K1, endpoint SAs only. */
 	struct crypto_aead *pz_aead;
 	u8 pz_salt[LES_SALT_LEN];
+	/* R: this state's IV mask, never shared with another state (2.2). */
+	u64 iv_mask;
+	/* pep-view: the PEP's replay window, under x->lock (section 7). */
+	struct les_replay replay;
 };
 
 /* Per-packet crypto state, carried in skb->cb across async completion. */
@@ -63,8 +71,8 @@ int les_hkdf_sha256(const u8 *salt, unsigned int salt_len,
 		    const u8 *ikm, unsigned int ikm_len,
 		    const u8 *info, unsigned int info_len,
 		    u8 *okm, unsigned int okm_len);
-int les_kdf_pep_origin(const u8 *k2_and_salt, unsigned int key_len,
-		       __be32 spi, u32 pep_id, u8 *out);
+int les_kdf_zone(const u8 *root, unsigned int key_len, u8 zone, __be32 spi,
+		 u8 blob_flags, u8 *out);
 
 /* output.c, input.c */
 int les_output(struct xfrm_state *x, struct sk_buff *skb);
@@ -76,10 +84,10 @@ enum les_step { LES_STEP_HZ, LES_STEP_PZ };
 struct les_crypt {
 	struct les_sa *sa;
 	enum les_step step;
-	unsigned int prefix_len;	/* 8, or 12 with ESN */
+	unsigned int prefix_len;	/* payload zone AAD: 8, or 12 with ESN */
 	bool prefix_in_skb;		/* no ESN: the prefix is the ESP header */
 	unsigned int zone_off;		/* skb offset of the IV */
-	unsigned int hz_len;		/* L */
+	unsigned int hz_len;		/* header zone plaintext: 4 + L */
 	unsigned int pz_len;		/* payload zone plaintext bytes */
 	int nfrags;
 	u8 prefix[LES_AAD_PREFIX_MAX];	/* SPI || [seq hi] || seq lo */
@@ -92,6 +100,8 @@ struct les_crypt {
 struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags);
 int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 		   crypto_completion_t done);
+unsigned int les_hz_peek_len(const struct les_sa *sa, const u8 *iv,
+			     const u8 *hz);
 
 /* stats.c */
 enum les_stat {
@@ -121,6 +131,7 @@ enum les_stat {
 	LES_STAT_PEP_KEY_EXPIRED,
 	LES_STAT_PEP_OUTER_FRAGMENT,
 	LES_STAT_PEP_GSO,
+	LES_STAT_PEP_REPLAY,
 	LES_STAT_MAX
 };
 

@@ -31,12 +31,13 @@ static const char *const blob_errors[] = {
 	[LES_BLOB_OK]		= "ok",
 	[LES_BLOB_ERR_SHORT]	= "LES key blob is shorter than its header",
 	[LES_BLOB_ERR_MAGIC]	= "LES key blob has a bad magic",
-	[LES_BLOB_ERR_VERSION]	= "LES key blob version is not supported",
+	[LES_BLOB_ERR_VERSION]	= "LES key blob version is not 2",
 	[LES_BLOB_ERR_ROLE]	= "LES key blob role is unknown",
 	[LES_BLOB_ERR_KEYLEN]	= "LES key blob key length must be 16, 24 or 32",
 	[LES_BLOB_ERR_FLAGS]	= "LES key blob has reserved flags set",
+	[LES_BLOB_ERR_PEP_ID]	= "LES key blob pep_id is wrong for its role",
 	[LES_BLOB_ERR_LENGTH]	= "LES key blob length does not match its role and key length",
-	[LES_BLOB_ERR_PEP_ID]	= "LES key blob carries a PEP id its role does not use",
+	[LES_BLOB_ERR_SAME_KEYS] = "LES key blob has the same key for both zones",
 };
 
 const char *les_blob_strerror(int err)
@@ -79,20 +80,24 @@ static bool key_len_ok(unsigned int key_len)
 	return key_len == 16 || key_len == 24 || key_len == 32;
 }
 
+static bool role_is_pep_origin(unsigned int role)
+{
+	return role == LES_ROLE_PEP_ORIGIN_IN || role == LES_ROLE_PEP_ORIGIN_OUT;
+}
+
 size_t les_blob_len(enum les_role role, unsigned int key_len)
 {
-	size_t zone = key_len + LES_SALT_LEN;
+	size_t root = key_len + LES_SALT_LEN;
 
 	if (!key_len_ok(key_len) || role < LES_ROLE_ENDPOINT || role > LES_ROLE_MAX)
 		return 0;
-	return LES_BLOB_HDR_LEN + zone * (role == LES_ROLE_ENDPOINT ? 2 : 1);
+	if (role == LES_ROLE_ENDPOINT)
+		return LES_BLOB_HDR_LEN + 2 * root + LES_KP_LEN;
+	return LES_BLOB_HDR_LEN + root;
 }
 
 bool les_blob_is_les(const __u8 *key, size_t len)
 {
-	/* rfc4106 keys are an AES key plus a 4-byte salt: 20, 28 or 36 bytes. */
-	if (len == 20 || len == 28 || len == 36)
-		return false;
 	return len >= LES_BLOB_MAGIC_LEN &&
 	       !memcmp(key, LES_BLOB_MAGIC, LES_BLOB_MAGIC_LEN);
 }
@@ -100,6 +105,7 @@ bool les_blob_is_les(const __u8 *key, size_t len)
 int les_blob_parse(const __u8 *buf, size_t len, struct les_blob *out)
 {
 	unsigned int key_len, role;
+	const __u8 *m;
 	__u32 pep_id;
 
 	if (len < LES_BLOB_HDR_LEN)
@@ -114,57 +120,76 @@ int les_blob_parse(const __u8 *buf, size_t len, struct les_blob *out)
 	key_len = buf[6];
 	if (!key_len_ok(key_len))
 		return LES_BLOB_ERR_KEYLEN;
-	if (buf[7])
+	if (buf[7] & ~LES_BLOB_F_KNOWN)
 		return LES_BLOB_ERR_FLAGS;
+	pep_id = les_get_be32(buf + 8);
+	if (role_is_pep_origin(role) != !!pep_id)
+		return LES_BLOB_ERR_PEP_ID;
 	if (len != les_blob_len(role, key_len))
 		return LES_BLOB_ERR_LENGTH;
-	pep_id = les_get_be32(buf + 8);
-	if (pep_id && role != LES_ROLE_PEP_ORIGIN_IN &&
-	    role != LES_ROLE_PEP_ORIGIN_OUT)
-		return LES_BLOB_ERR_PEP_ID;
 
+	memset(out, 0, sizeof(*out));
 	out->role = role;
+	out->key_len = key_len;
+	out->flags = buf[7];
 	out->pep_id = pep_id;
-	out->k2.key = buf + LES_BLOB_HDR_LEN;
-	out->k2.key_len = key_len;
-	out->k2.salt = out->k2.key + key_len;
-	if (role == LES_ROLE_ENDPOINT) {
-		out->k1.key = out->k2.salt + LES_SALT_LEN;
-		out->k1.key_len = key_len;
-		out->k1.salt = out->k1.key + key_len;
-	} else {
-		out->k1.key = NULL;
-		out->k1.key_len = 0;
-		out->k1.salt = NULL;
+	m = buf + LES_BLOB_HDR_LEN;
+	switch (role) {
+	case LES_ROLE_ENDPOINT:
+		out->k2 = m;
+		out->k1 = m + key_len + LES_SALT_LEN;
+		out->kp = out->k1 + key_len + LES_SALT_LEN;
+		/* One key for both zones would let a K2 holder open payloads. */
+		if (!memcmp(out->k1, out->k2, key_len))
+			return LES_BLOB_ERR_SAME_KEYS;
+		break;
+	case LES_ROLE_PEP_VIEW:
+		out->k2 = m;
+		break;
+	default:
+		out->ko = m;
+		break;
 	}
 	return LES_BLOB_OK;
 }
 
-size_t les_blob_build(__u8 *buf, size_t size, enum les_role role,
-		      unsigned int key_len, __u32 pep_id,
-		      const __u8 *k2_and_salt, const __u8 *k1_and_salt)
+size_t les_blob_build(__u8 *buf, size_t size, const struct les_blob *b)
 {
-	size_t len = les_blob_len(role, key_len);
-	size_t zone = key_len + LES_SALT_LEN;
+	size_t len = les_blob_len(b->role, b->key_len);
+	size_t root = b->key_len + LES_SALT_LEN;
+	__u8 *m = buf + LES_BLOB_HDR_LEN;
+	struct les_blob check;
 
-	if (!len || len > size || !k2_and_salt)
+	if (!len || len > size || (b->flags & ~LES_BLOB_F_KNOWN) ||
+	    role_is_pep_origin(b->role) != !!b->pep_id)
 		return 0;
-	if (role == LES_ROLE_ENDPOINT && !k1_and_salt)
-		return 0;
-	if (pep_id && role != LES_ROLE_PEP_ORIGIN_IN &&
-	    role != LES_ROLE_PEP_ORIGIN_OUT)
-		return 0;
-
+	switch (b->role) {
+	case LES_ROLE_ENDPOINT:
+		if (!b->k2 || !b->k1 || !b->kp)
+			return 0;
+		memcpy(m, b->k2, root);
+		memcpy(m + root, b->k1, root);
+		memcpy(m + 2 * root, b->kp, LES_KP_LEN);
+		break;
+	case LES_ROLE_PEP_VIEW:
+		if (!b->k2)
+			return 0;
+		memcpy(m, b->k2, root);
+		break;
+	default:
+		if (!b->ko)
+			return 0;
+		memcpy(m, b->ko, root);
+		break;
+	}
 	memcpy(buf, LES_BLOB_MAGIC, LES_BLOB_MAGIC_LEN);
 	buf[4] = LES_BLOB_VERSION;
-	buf[5] = role;
-	buf[6] = key_len;
-	buf[7] = 0;
-	les_put_be32(buf + 8, pep_id);
-	memcpy(buf + LES_BLOB_HDR_LEN, k2_and_salt, zone);
-	if (role == LES_ROLE_ENDPOINT)
-		memcpy(buf + LES_BLOB_HDR_LEN + zone, k1_and_salt, zone);
-	return len;
+	buf[5] = b->role;
+	buf[6] = b->key_len;
+	buf[7] = b->flags;
+	les_put_be32(buf + 8, b->pep_id);
+	/* Never hand out what les_blob_parse() would refuse. */
+	return les_blob_parse(buf, len, &check) == LES_BLOB_OK ? len : 0;
 }
 
 /*
@@ -387,53 +412,372 @@ static void les_tcp_options(const __u8 *opt, size_t len, struct les_tcp_seg *seg
 	}
 }
 
-int les_hz_tcp(__u8 nexthdr, const __u8 *hdrs, size_t len, bool tunnel,
+/* ---- Section 4: what enters the header zone --------------------------- */
+
+/* The options a TCP PEP reads, with the only lengths they may have. */
+static bool tcp_option_kept(__u8 kind, __u8 len)
+{
+	switch (kind) {
+	case LES_TCPOPT_MSS:
+		return len == 4;
+	case LES_TCPOPT_WSCALE:
+		return len == 3;
+	case LES_TCPOPT_SACK_PERM:
+		return len == 2;
+	case LES_TCPOPT_SACK:
+		return len == 10 || len == 18 || len == 26 || len == 34;
+	case LES_TCPOPT_TS:
+		return len == 10;
+	}
+	return false;
+}
+
+/*
+ * The header zone's form of the TCP options @opt into @out (which may be
+ * @opt, or NULL to only ask): true if it is @opt unchanged.  Every read
+ * of a byte comes before the write at its index, so in place is safe.
+ */
+static bool tcp_options_sanitize(const __u8 *opt, size_t len, __u8 *out)
+{
+	bool clean = true;
+	size_t i = 0, j;
+	__u8 olen;
+
+	while (i < len) {
+		switch (opt[i]) {
+		case LES_TCPOPT_EOL:
+			for (j = i + 1; j < len && !opt[j]; j++)
+				;
+			if (j < len)
+				goto rest;
+			if (out)
+				memset(out + i, 0, len - i);
+			return clean;
+		case LES_TCPOPT_NOP:
+			if (out)
+				out[i] = LES_TCPOPT_NOP;
+			i++;
+			continue;
+		}
+		if (i + 2 > len)
+			goto rest;
+		olen = opt[i + 1];
+		if (olen < 2 || i + olen > len)
+			goto rest;
+		if (tcp_option_kept(opt[i], olen)) {
+			if (out && out != opt)
+				memcpy(out + i, opt + i, olen);
+		} else {
+			clean = false;
+			if (out)
+				memset(out + i, LES_TCPOPT_NOP, olen);
+		}
+		i += olen;
+	}
+	return clean;
+rest:
+	if (out)
+		memset(out + i, LES_TCPOPT_NOP, len - i);
+	return false;
+}
+
+size_t les_hz_plan(__u8 nexthdr, const __u8 *buf, size_t avail, size_t total,
+		   struct les_hz_plan *plan)
+{
+	size_t ip_hlen, end, tcp_len, ip_len;
+	const __u8 *th;
+
+	memset(plan, 0, sizeof(*plan));
+	plan->tcp_off = -1;
+
+	switch (nexthdr) {
+	case PROTO_IPIP:
+		if (total < 20)
+			return 0;
+		if (avail < 20)
+			return 20;
+		/* Version 4 and IHL 5: IP options stay in the payload zone. */
+		if (buf[0] != 0x45 || buf[9] != PROTO_TCP ||
+		    (les_get_be16(buf + 6) & 0x3fff))
+			return 0;
+		ip_len = les_get_be16(buf + 2);
+		if (ip_len < 20 || ip_len > total)
+			return 0;
+		ip_hlen = 20;
+		end = ip_len;
+		break;
+	case PROTO_IPV6:
+		if (total < 40)
+			return 0;
+		if (avail < 40)
+			return 40;
+		/* No extension header; no jumbogram (payload length 0). */
+		if ((buf[0] >> 4) != 6 || buf[6] != PROTO_TCP)
+			return 0;
+		ip_len = les_get_be16(buf + 4);
+		if (!ip_len || 40 + ip_len > total)
+			return 0;
+		ip_hlen = 40;
+		end = 40 + ip_len;
+		break;
+	case PROTO_TCP:
+		ip_hlen = 0;
+		end = total;
+		break;
+	default:
+		return 0;
+	}
+
+	if (ip_hlen + 20 > end)
+		return 0;
+	if (avail < ip_hlen + 20)
+		return ip_hlen + 20;
+	th = buf + ip_hlen;
+	tcp_len = (th[12] >> 4) * 4u;
+	if (tcp_len < 20 || ip_hlen + tcp_len > end)
+		return 0;
+	if (avail < ip_hlen + tcp_len)
+		return ip_hlen + tcp_len;
+
+	plan->len = ip_hlen + tcp_len;
+	plan->tcp_off = ip_hlen;
+	plan->payload_len = end - plan->len;
+	if (!tcp_options_sanitize(th + 20, tcp_len - 20, NULL)) {
+		plan->flags |= LES_HZF_OPTIONS_MOVED;
+		plan->moved_len += tcp_len - 20;
+	}
+	if (les_get_be16(th + LES_TCP_URG_OFF)) {
+		plan->flags |= LES_HZF_URGENT_MOVED;
+		plan->moved_len += 2;
+	}
+	return 0;
+}
+
+void les_hz_seal(const struct les_hz_plan *plan, const __u8 *hdrs, __u8 *hz,
+		 __u8 *csum, __u8 *moved)
+{
+	size_t tcp_len, n = 0;
+	const __u8 *th;
+	__u8 *zth;
+
+	if (!plan->len) {
+		csum[0] = 0;
+		csum[1] = 0;
+		return;
+	}
+	th = hdrs + plan->tcp_off;
+	tcp_len = plan->len - plan->tcp_off;
+
+	/* What leaves the headers first: @hz may be @hdrs. */
+	memcpy(csum, th + LES_TCP_CSUM_OFF, LES_CSUM_LEN);
+	if (plan->flags & LES_HZF_OPTIONS_MOVED) {
+		memcpy(moved, th + 20, tcp_len - 20);
+		n += tcp_len - 20;
+	}
+	if (plan->flags & LES_HZF_URGENT_MOVED)
+		memcpy(moved + n, th + LES_TCP_URG_OFF, 2);
+
+	if (hz != hdrs)
+		memmove(hz, hdrs, plan->len);
+	zth = hz + plan->tcp_off;
+	les_put_be16(zth + LES_TCP_CSUM_OFF, plan->payload_len);
+	les_put_be16(zth + LES_TCP_URG_OFF, 0);
+	if (plan->flags & LES_HZF_OPTIONS_MOVED)
+		tcp_options_sanitize(zth + 20, tcp_len - 20, zth + 20);
+}
+
+/* Where the TCP header of a header zone with @len header bytes starts. */
+static int hz_tcp_off(__u8 nexthdr, const __u8 *hdrs, size_t len)
+{
+	size_t off, tcp_len;
+
+	switch (nexthdr) {
+	case PROTO_IPIP:
+		off = 20;
+		break;
+	case PROTO_IPV6:
+		off = 40;
+		break;
+	case PROTO_TCP:
+		off = 0;
+		break;
+	default:
+		return -1;
+	}
+	if (len < off + 20)
+		return -1;
+	tcp_len = (hdrs[off + 12] >> 4) * 4u;
+	if (tcp_len < 20 || off + tcp_len != len)
+		return -1;
+	return off;
+}
+
+int les_hz_moved_len(__u8 nexthdr, __u8 flags, const __u8 *hdrs, size_t len)
+{
+	int off, n = 0;
+
+	if (flags & ~(LES_HZF_OPTIONS_MOVED | LES_HZF_URGENT_MOVED))
+		return -1;
+	if (!len)
+		return flags ? -1 : 0;
+	off = hz_tcp_off(nexthdr, hdrs, len);
+	if (off < 0)
+		return -1;
+	if (flags & LES_HZF_OPTIONS_MOVED)
+		n += len - off - 20;
+	if (flags & LES_HZF_URGENT_MOVED)
+		n += 2;
+	return n;
+}
+
+void les_hz_restore(__u8 nexthdr, __u8 flags, __u8 *hdrs, size_t len,
+		    const __u8 *csum, const __u8 *moved)
+{
+	int off = len ? hz_tcp_off(nexthdr, hdrs, len) : -1;
+	size_t n = 0;
+	__u8 *th;
+
+	if (off < 0)
+		return;
+	th = hdrs + off;
+	memcpy(th + LES_TCP_CSUM_OFF, csum, LES_CSUM_LEN);
+	if (flags & LES_HZF_OPTIONS_MOVED) {
+		memcpy(th + 20, moved, len - off - 20);
+		n += len - off - 20;
+	}
+	if (flags & LES_HZF_URGENT_MOVED)
+		memcpy(th + LES_TCP_URG_OFF, moved + n, 2);
+}
+
+/* ---- What a PEP reads ------------------------------------------------ */
+
+int les_hz_tcp(__u8 nexthdr, const __u8 *hdrs, size_t len,
 	       struct les_tcp_seg *seg)
 {
-	struct les_chain chain;
+	struct les_hz_plan plan;
 	const __u8 *th;
-	size_t doff;
+	unsigned int payload;
+	int off;
 
 	memset(seg, 0, sizeof(*seg));
 	seg->wscale = LES_WSCALE_NONE;
-	seg->payload_len = -1;
 
-	if (tunnel && nexthdr != PROTO_IPIP && nexthdr != PROTO_IPV6)
-		return LES_HZ_MALFORMED;
-	if (les_hdr_chain(nexthdr, hdrs, len, len, &chain) || chain.len != len)
-		return LES_HZ_MALFORMED;
-	if (chain.fragmented)
-		return LES_HZ_FRAGMENT;
-	if (chain.l4_off < 0 || chain.l4_proto != PROTO_TCP)
+	if (!len)
 		return LES_HZ_NOT_TCP;
+	off = hz_tcp_off(nexthdr, hdrs, len);
+	if (off < 0)
+		return LES_HZ_MALFORMED;
+	th = hdrs + off;
+	payload = les_get_be16(th + LES_TCP_CSUM_OFF);
+	/*
+	 * Only what a sender makes: the same headers planned again from
+	 * themselves, the payload length agreeing with the IP length, no
+	 * urgent pointer and no option a sender would have moved.
+	 */
+	if (les_hz_plan(nexthdr, hdrs, len, len + payload, &plan) ||
+	    plan.len != len || plan.flags || plan.payload_len != payload)
+		return LES_HZ_MALFORMED;
 
-	th = hdrs + chain.l4_off;
-	doff = (th[12] >> 4) * 4u;
-	if (tunnel) {
-		size_t ip_len;
-
-		if (nexthdr == PROTO_IPIP) {
-			seg->family = 4;
-			memcpy(seg->saddr, hdrs + 12, 4);
-			memcpy(seg->daddr, hdrs + 16, 4);
-			ip_len = les_get_be16(hdrs + 2);
-		} else {
-			seg->family = 6;
-			memcpy(seg->saddr, hdrs + 8, 16);
-			memcpy(seg->daddr, hdrs + 24, 16);
-			ip_len = 40u + les_get_be16(hdrs + 4);
-		}
-		/* The inner IP length covers these headers and the payload. */
-		if (ip_len < len)
-			return LES_HZ_MALFORMED;
-		seg->payload_len = ip_len - len;
+	if (nexthdr == PROTO_IPIP) {
+		seg->family = 4;
+		memcpy(seg->saddr, hdrs + 12, 4);
+		memcpy(seg->daddr, hdrs + 16, 4);
+	} else if (nexthdr == PROTO_IPV6) {
+		seg->family = 6;
+		memcpy(seg->saddr, hdrs + 8, 16);
+		memcpy(seg->daddr, hdrs + 24, 16);
 	}
+	seg->payload_len = payload;
 	seg->sport = les_get_be16(th);
 	seg->dport = les_get_be16(th + 2);
 	seg->seq = les_get_be32(th + 4);
 	seg->ack = les_get_be32(th + 8);
 	seg->flags = th[13];
 	seg->win = les_get_be16(th + 14);
-	les_tcp_options(th + 20, doff - 20, seg);
+	les_tcp_options(th + 20, len - off - 20, seg);
 	return LES_HZ_TCP;
+}
+
+/* ---- Section 7: the PEP's replay window ------------------------------ */
+
+#define REPLAY_NONE	(~(__u64)0)
+
+void les_replay_init(struct les_replay *r, unsigned int size)
+{
+	memset(r, 0, sizeof(*r));
+	if (size < LES_REPLAY_MIN)
+		size = LES_REPLAY_MIN;
+	if (size > LES_REPLAY_MAX)
+		size = LES_REPLAY_MAX;
+	r->size = size;
+}
+
+__u64 les_replay_seq(const struct les_replay *r, __u16 epoch, __u32 seq_lo)
+{
+	__u32 top_hi = r->top >> 32, hi;
+	__s32 diff;
+
+	if (!r->any)
+		return (__u64)epoch << 32 | seq_lo;
+	/* The SeqHi with these low 16 bits nearest the window's (ties: lower). */
+	hi = (top_hi & ~0xffffu) | epoch;
+	diff = (__s32)(hi - top_hi);
+	if (diff >= 0x8000) {
+		if (hi < 0x10000)
+			return REPLAY_NONE;
+		hi -= 0x10000;
+	} else if (diff < -0x8000) {
+		if (hi > 0xffffffffu - 0x10000)
+			return REPLAY_NONE;
+		hi += 0x10000;
+	}
+	return (__u64)hi << 32 | seq_lo;
+}
+
+static bool replay_bit(const struct les_replay *r, __u64 seq)
+{
+	unsigned int i = seq & (LES_REPLAY_MAX - 1);
+
+	return r->bits[i / 32] & (1u << (i % 32));
+}
+
+static void replay_set(struct les_replay *r, __u64 seq, bool on)
+{
+	unsigned int i = seq & (LES_REPLAY_MAX - 1);
+
+	if (on)
+		r->bits[i / 32] |= 1u << (i % 32);
+	else
+		r->bits[i / 32] &= ~(1u << (i % 32));
+}
+
+bool les_replay_check(const struct les_replay *r, __u64 seq)
+{
+	if (seq == REPLAY_NONE)
+		return false;
+	if (!r->any || seq > r->top)
+		return true;
+	if (r->top - seq >= r->size)
+		return false;
+	return !replay_bit(r, seq);
+}
+
+void les_replay_advance(struct les_replay *r, __u64 seq)
+{
+	__u64 s;
+
+	if (r->any && seq <= r->top) {
+		replay_set(r, seq, true);
+		return;
+	}
+	if (!r->any || seq - r->top >= LES_REPLAY_MAX) {
+		memset(r->bits, 0, sizeof(r->bits));
+	} else {
+		/* Bits of the numbers the window slides over are free again. */
+		for (s = r->top + 1; s < seq; s++)
+			replay_set(r, s, false);
+	}
+	r->top = seq;
+	r->any = true;
+	replay_set(r, seq, true);
 }

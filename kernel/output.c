@@ -3,12 +3,14 @@
  * Sealing: an inner packet becomes an LES packet.
  *
  * The xfrm mode code has already reserved x->props.header_len bytes in
- * front of the inner data: [UDP encap] ESP(8) IV(8) L(2) nh+flags(2) and 16
- * more.  The inner headers move 16 bytes forward into that reserve, which
- * opens the gap ICV2 fills right after them; the payload does not move.
+ * front of the inner data: [UDP encap] ESP(8) IV(8) L nh flags epoch(6), and 18
+ * more on SAs with a payload zone (16 on PEP-origin ones).  The inner
+ * headers move 18 bytes forward into that reserve, which opens the gap
+ * ICV2 and the checksum field fill right after them; the payload does not
+ * move (docs/protocol.md 3):
  *
- *   before:  | ESP IV L nh f | 16 spare | headers | payload |
- *   after:   | ESP IV L nh f | headers | ICV2 | payload | pad pl nh | ICV1 |
+ *   before:  | ESP IV L nh f e | 18 spare | headers | payload |
+ *   after:   | ESP IV L nh f e | headers | ICV2 | csum | payload | moved pl nh | ICV1 |
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -25,22 +27,6 @@ static void les_output_done(struct sk_buff *skb, int err);
 static LES_CRYPTO_DONE(les_output_cb)
 {
 	les_output_done(LES_CRYPTO_DATA(), err);
-}
-
-/* Make the inner header chain readable in the head and measure it. */
-static int les_output_chain(struct sk_buff *skb, unsigned int off, u8 proto,
-			    unsigned int total, struct les_chain *chain)
-{
-	size_t need;
-
-	for (;;) {
-		need = les_hdr_chain(proto, skb->data + off,
-				     skb_headlen(skb) - off, total, chain);
-		if (!need)
-			return 0;
-		if (!pskb_may_pull(skb, off + need))
-			return -ENOMEM;
-	}
 }
 
 static int les_output_encap(struct xfrm_state *x, struct sk_buff *skb)
@@ -102,16 +88,32 @@ static void les_output_done(struct sk_buff *skb, int err)
 	xfrm_output_resume(skb_to_full_sk(skb), skb, err);
 }
 
+/* Which headers the header zone takes, readable in the head. */
+static int les_output_plan(struct sk_buff *skb, unsigned int off, u8 proto,
+			   unsigned int total, struct les_hz_plan *plan)
+{
+	size_t need;
+
+	for (;;) {
+		need = les_hz_plan(proto, skb->data + off,
+				   skb_headlen(skb) - off, total, plan);
+		if (!need)
+			return 0;
+		if (!pskb_may_pull(skb, off + need))
+			return -ENOMEM;
+	}
+}
+
 int les_output(struct xfrm_state *x, struct sk_buff *skb)
 {
-	unsigned int esph_off, payload_off, total, hdrs, pad = 0, tailen;
+	unsigned int esph_off, inner_off, total, hdrs, tailen, gap;
+	u8 proto, flags, *esph, moved[LES_MOVED_MAX];
 	struct net *net = xs_net(x);
 	struct les_sa *sa = les_sa_get(x);
-	struct les_chain chain;
+	struct les_hz_plan plan = {};
 	struct sk_buff *trailer;
 	struct les_crypt *c;
 	bool header_only;
-	u8 proto, *esph;
 	int nfrags, err;
 	u64 seq;
 
@@ -120,6 +122,8 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 		return -EINVAL;
 	}
 	header_only = sa->role == LES_ROLE_PEP_ORIGIN_OUT;
+	/* Header-only packets have no checksum field (protocol.md 5). */
+	gap = LES_ICV_LEN + (header_only ? 0 : LES_CSUM_LEN);
 
 	proto = *skb_mac_header(skb);
 	*skb_mac_header(skb) = IPPROTO_ESP;
@@ -127,27 +131,42 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	/* From here on offsets count from the outer network header. */
 	skb_push(skb, -skb_network_offset(skb));
 	esph_off = skb_transport_offset(skb) + les_encap_len(x);
-	payload_off = esph_off + LES_HEADER_LEN;
-	if (unlikely(skb->len < payload_off)) {
+	inner_off = esph_off + LES_HDRS_OFF + gap;
+	if (unlikely(skb->len < inner_off)) {
 		err = -EINVAL;
 		goto error;
 	}
-	total = skb->len - payload_off;
+	total = skb->len - inner_off;
 
-	err = les_output_chain(skb, payload_off, proto, total, &chain);
-	if (err)
-		goto error;
-	hdrs = chain.len;
-	if (header_only && hdrs != total) {
+	if (header_only) {
+		struct les_chain chain;
+		size_t need;
+
 		/* A PEP-origin SA carries headers, never data. */
-		les_stat_inc(net, LES_STAT_OUT_POLICY);
-		return -EINVAL;
+		while ((need = les_hdr_chain(proto, skb->data + inner_off,
+					     skb_headlen(skb) - inner_off, total,
+					     &chain))) {
+			if (!pskb_may_pull(skb, inner_off + need)) {
+				err = -ENOMEM;
+				goto error;
+			}
+		}
+		if (chain.len != total) {
+			les_stat_inc(net, LES_STAT_OUT_POLICY);
+			return -EINVAL;
+		}
+		hdrs = total;
+		flags = LES_HZF_HEADER_ONLY;
+		tailen = 0;
+	} else {
+		err = les_output_plan(skb, inner_off, proto, total, &plan);
+		if (err)
+			goto error;
+		hdrs = plan.len;
+		flags = plan.flags;
+		/* Moved bytes, no padding, pad length, next header, ICV1. */
+		tailen = plan.moved_len + 2 + LES_ICV_LEN;
 	}
-
-	if (!header_only)
-		pad = les_pad_len(hdrs, total - hdrs);
-	/* A header-only packet's ICV2 fills the gap; nothing is appended. */
-	tailen = header_only ? 0 : pad + 2 + LES_ICV_LEN;
 
 	if (!skb_cloned(skb) && !skb_is_nonlinear(skb) &&
 	    tailen <= skb_tailroom(skb)) {
@@ -161,15 +180,18 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 		}
 	}
 
+	esph = skb->data + esph_off;
+	memmove(esph + LES_HDRS_OFF, esph + LES_HDRS_OFF + gap, hdrs);
 	if (!header_only) {
-		u8 *tail = skb_tail_pointer(trailer);
-		unsigned int i;
+		u8 *hz = esph + LES_HDRS_OFF, *tail = skb_tail_pointer(trailer);
 
-		for (i = 0; i < pad; i++)
-			tail[i] = i + 1;
-		tail[pad] = pad;
-		tail[pad + 1] = proto;
+		/* Sanitise in place; the checksum goes to its field after ICV2. */
+		les_hz_seal(&plan, hz, hz, hz + hdrs + LES_ICV_LEN, moved);
+		memcpy(tail, moved, plan.moved_len);
+		tail[plan.moved_len] = 0;		/* pad length */
+		tail[plan.moved_len + 1] = proto;
 		pskb_put(skb, trailer, tailen);
+		memzero_explicit(moved, plan.moved_len);
 	}
 
 	if (x->encap) {
@@ -178,18 +200,20 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 			goto error;
 	}
 
-	esph = skb->data + esph_off;
-	memmove(esph + LES_HDRS_OFF, esph + LES_HEADER_LEN, hdrs);
-
 	seq = XFRM_SKB_CB(skb)->seq.output.low +
 	      ((u64)XFRM_SKB_CB(skb)->seq.output.hi << 32);
 	memcpy(esph, &x->id.spi, 4);
 	les_put_be32(esph + 4, XFRM_SKB_CB(skb)->seq.output.low);
-	les_put_be32(esph + 8, seq >> 32);
-	les_put_be32(esph + 12, (u32)seq);
-	les_put_be16(esph + LES_ESP_HDR_LEN + LES_IV_LEN, LES_HZ_DESC_LEN + hdrs);
-	esph[LES_HZ_OFF] = proto;
-	esph[LES_HZ_OFF + 1] = header_only ? LES_HZF_HEADER_ONLY : 0;
+	/* The IV: sequence number XOR this state's R (protocol.md 2.2). */
+	seq ^= sa->iv_mask;
+	les_put_be32(esph + LES_ESP_HDR_LEN, seq >> 32);
+	les_put_be32(esph + LES_ESP_HDR_LEN + 4, (u32)seq);
+	les_put_be16(esph + LES_HZ_OFF, hdrs);
+	esph[LES_HZ_OFF + LES_HZ_NH] = proto;
+	esph[LES_HZ_OFF + LES_HZ_FLAGS] = flags;
+	/* SeqHi's low bits: a PEP places the packet in its window (7). */
+	les_put_be16(esph + LES_HZ_OFF + LES_HZ_EPOCH,
+		     XFRM_SKB_CB(skb)->seq.output.hi & 0xffff);
 
 	c = les_crypt_alloc(sa, nfrags);
 	if (!c) {
@@ -210,7 +234,8 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	memcpy(c->iv, esph + LES_ESP_HDR_LEN, LES_IV_LEN);
 	c->zone_off = esph_off + LES_ESP_HDR_LEN;
 	c->hz_len = LES_HZ_DESC_LEN + hdrs;
-	c->pz_len = header_only ? 0 : total - hdrs + pad + 2;
+	c->pz_len = header_only ? 0 : LES_CSUM_LEN + total - hdrs +
+				      plan.moved_len + 2;
 	c->step = LES_STEP_HZ;
 	LES_SKB_CB(skb)->tmp = c;
 

@@ -88,32 +88,40 @@ struct les_pep_op {
 	struct list_head node;		/* on les_pep_net.backlog */
 	struct les_pep_net *pn;
 	struct xfrm_state *x;		/* held until the op ends */
-	struct crypto_aead *aead;	/* x's K2, alive while x is held */
+	struct les_sa *sa;		/* x's, alive while x is held */
 	ktime_t seen;			/* when the packet went through */
 	struct les_pep_outer outer;
-	unsigned int esp_len, skb_len, hz_len, prefix_len;
+	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 4 + L */
 	u8 nonce[LES_NONCE_LEN];
-	u8 buf[];			/* AAD prefix | IV | L | header zone | ICV2 */
+	u8 buf[];			/* SPI | SeqLo | IV | header zone | ICV2 */
 };
+
+/* The bytes of @op's copy: the header zone's AAD, the zone and ICV2. */
+static unsigned int les_pep_op_len(const struct les_pep_op *op)
+{
+	return LES_HZ_AAD_LEN + op->hz_len + LES_ICV_LEN;
+}
 
 /* What the opened header zone says, into @pkt; 0 or the counter of why not. */
 static int les_pep_parse(const struct les_pep_op *op, struct les_pep_pkt *pkt)
 {
-	const u8 *hz = op->buf + op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN;
+	const u8 *hz = op->buf + LES_HZ_AAD_LEN;
 	bool tunnel = op->x->props.mode == XFRM_MODE_TUNNEL;
-	unsigned int pz_len;
+	u8 nexthdr = hz[LES_HZ_NH], flags = hz[LES_HZ_FLAGS];
 
 	/* Under K2 only endpoints seal; they never set HEADER_ONLY. */
-	if (hz[1])
+	if (flags & ~(LES_HZF_OPTIONS_MOVED | LES_HZF_URGENT_MOVED))
 		return LES_STAT_PEP_MALFORMED;
-	switch (les_hz_tcp(hz[0], hz + LES_HZ_DESC_LEN,
-			   op->hz_len - LES_HZ_DESC_LEN, tunnel, &pkt->tcp)) {
+	/* Inner IP headers in tunnel mode, TCP first in transport mode. */
+	if (tunnel ? nexthdr == IPPROTO_TCP :
+		     nexthdr == IPPROTO_IPIP || nexthdr == IPPROTO_IPV6)
+		return LES_STAT_PEP_NOT_TCP;
+	switch (les_hz_tcp(nexthdr, hz + LES_HZ_DESC_LEN,
+			   op->hz_len - LES_HZ_DESC_LEN, &pkt->tcp)) {
 	case LES_HZ_TCP:
 		break;
 	case LES_HZ_NOT_TCP:
 		return LES_STAT_PEP_NOT_TCP;
-	case LES_HZ_FRAGMENT:
-		return LES_STAT_PEP_SKIPPED;
 	default:
 		return LES_STAT_PEP_MALFORMED;
 	}
@@ -126,20 +134,13 @@ static int les_pep_parse(const struct les_pep_op *op, struct les_pep_pkt *pkt)
 		memset(&pkt->daddr, 0, sizeof(pkt->daddr));
 		memcpy(&pkt->saddr, pkt->tcp.saddr, alen);
 		memcpy(&pkt->daddr, pkt->tcp.daddr, alen);
-		pkt->payload = pkt->tcp.payload_len;
 	} else {
-		/*
-		 * Transport mode: the addresses are the outer ones, and the
-		 * payload length is hidden by up to 3 bytes of padding in the
-		 * payload zone; take the lower bound.
-		 */
+		/* Transport mode: the addresses are the outer ones. */
 		pkt->family = op->outer.family;
 		pkt->saddr = op->outer.saddr;
 		pkt->daddr = op->outer.daddr;
-		pz_len = op->esp_len - (LES_HZ_OFF + op->hz_len + LES_ICV_LEN) -
-			 LES_ICV_LEN - 2;
-		pkt->payload = pz_len > LES_ALIGN - 1 ? pz_len - (LES_ALIGN - 1) : 0;
 	}
+	pkt->payload = pkt->tcp.payload_len;
 	pkt->spi = ntohl(op->x->id.spi);
 	pkt->seen = op->seen;
 	return 0;
@@ -153,10 +154,12 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 	struct les_pep_pkt pkt;
 	int why;
 
+	u64 seq;
+
 	if (err)
 		why = err == -EBADMSG ? LES_STAT_PEP_AUTH_FAILED : LES_STAT_PEP_ERRORS;
 	else
-		why = les_pep_parse(op, &pkt);
+		why = 0;
 
 	spin_lock_bh(&x->lock);
 	/*
@@ -167,17 +170,31 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 	 * valid would arm its timer again, and the timer would delete the
 	 * state a second time (list_del corruption).  Like xfrm_input(), a
 	 * key with a hard limit of N opens exactly N header zones.
+	 *
+	 * The replay window moves only for a header zone whose ICV2 verified
+	 * (protocol.md 7): a forgery or a replay changes nothing here.
 	 */
 	if (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x)) {
 		why = LES_STAT_PEP_KEY_EXPIRED;
-	} else if (!why) {
-		/* ip -s xfrm state shows what the PEP key opened; lifetimes count it. */
-		x->curlft.bytes += op->skb_len;
-		x->curlft.packets++;
 	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
 		x->stats.integrity_failed++;
+	} else if (!why) {
+		seq = les_replay_seq(&op->sa->replay,
+				     les_get_be16(op->buf + LES_HZ_AAD_LEN + LES_HZ_EPOCH),
+				     les_get_be32(op->buf + 4));
+		if (!les_replay_check(&op->sa->replay, seq)) {
+			x->stats.replay++;
+			why = LES_STAT_PEP_REPLAY;
+		} else {
+			les_replay_advance(&op->sa->replay, seq);
+			/* ip -s xfrm state shows what the PEP key opened. */
+			x->curlft.bytes += op->skb_len;
+			x->curlft.packets++;
+		}
 	}
 	spin_unlock_bh(&x->lock);
+	if (!why)
+		why = les_pep_parse(op, &pkt);
 
 	if (why) {
 		les_stat_inc(pn->net, why);
@@ -187,24 +204,22 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 	}
 	xfrm_state_put(x);
 	/* The opened headers are the only plaintext here: no need to wipe more. */
-	memzero_explicit(op->buf, op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN +
-			 op->hz_len + LES_ICV_LEN);
+	memzero_explicit(op->buf, les_pep_op_len(op));
 	kfree(op);
 }
 
 /* Open one copy in place with @req, waiting if the AEAD completes later. */
 static int les_pep_open(struct les_pep_op *op, struct aead_request *req)
 {
-	unsigned int zone_len = LES_IV_LEN + LES_HZLEN_LEN + op->hz_len + LES_ICV_LEN;
 	DECLARE_CRYPTO_WAIT(wait);
 	struct scatterlist sg;
 
-	sg_init_one(&sg, op->buf, op->prefix_len + zone_len);
-	aead_request_set_tfm(req, op->aead);
+	sg_init_one(&sg, op->buf, les_pep_op_len(op));
+	aead_request_set_tfm(req, op->sa->hz_aead);
 	aead_request_set_callback(req, CRYPTO_TFM_REQ_MAY_BACKLOG |
 				  CRYPTO_TFM_REQ_MAY_SLEEP, crypto_req_done, &wait);
 	aead_request_set_crypt(req, &sg, &sg, op->hz_len + LES_ICV_LEN, op->nonce);
-	aead_request_set_ad(req, op->prefix_len + LES_IV_LEN + LES_HZLEN_LEN);
+	aead_request_set_ad(req, LES_HZ_AAD_LEN);
 	return crypto_wait_req(crypto_aead_decrypt(req), &wait);
 }
 
@@ -232,7 +247,7 @@ static void les_pep_opener(struct work_struct *work)
 	old_memcg = set_active_memcg(pn->memcg);
 	list_for_each_entry_safe(op, tmp, &batch, node) {
 		/* One request for the batch, not one per copy in the queue. */
-		unsigned int need = sizeof(*req) + crypto_aead_reqsize(op->aead);
+		unsigned int need = sizeof(*req) + crypto_aead_reqsize(op->sa->hz_aead);
 
 		if (need > req_size) {
 			kfree_sensitive(req);
@@ -270,26 +285,26 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 			 struct les_sa *sa, const struct sk_buff *skb,
 			 const struct les_pep_outer *outer)
 {
-	unsigned int prefix_len = x->props.flags & XFRM_STATE_ESN ? 12 : 8;
 	unsigned int esp_len = skb->len - outer->esp_off;
-	unsigned int hz_len, hz_end, zone_len, backlog_max;
+	unsigned int hz_len, hz_end, backlog_max;
+	u8 head[LES_HZ_OFF + 2];
 	struct mem_cgroup *old_memcg;
 	unsigned int queued;
 	struct les_pep_op *op;
-	u8 l[LES_HZLEN_LEN];
 
-	if (esp_len < LES_HZ_OFF ||
-	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN + LES_IV_LEN,
-			  l, sizeof(l)))
+	if (esp_len < LES_MIN_LEN ||
+	    skb_copy_bits(skb, outer->esp_off, head, sizeof(head)))
 		return LES_STAT_PEP_MALFORMED;
-	hz_len = les_get_be16(l);
-	if (hz_len < LES_HZ_DESC_LEN || hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
+	/* L is hidden: one AES block with our key unmasks it (protocol.md 3.1). */
+	hz_len = LES_HZ_DESC_LEN +
+		 les_hz_peek_len(sa, head + LES_ESP_HDR_LEN, head + LES_HZ_OFF);
+	if (hz_len > LES_HZ_DESC_LEN + LES_HDRS_MAX)
 		return LES_STAT_PEP_MALFORMED;
 	hz_end = LES_HZ_OFF + hz_len + LES_ICV_LEN;
 	/* A header-only packet is some PEP's own, under a key not ours. */
 	if (esp_len == hz_end)
 		return LES_STAT_PEP_SKIPPED;
-	if (esp_len < hz_end + 2 + LES_ICV_LEN)
+	if (esp_len < hz_end + LES_CSUM_LEN + 2 + LES_ICV_LEN)
 		return LES_STAT_PEP_MALFORMED;
 
 	/* Full already: spare the allocation and the copy (checked again below). */
@@ -297,38 +312,27 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	if (READ_ONCE(pn->backlog_len) >= backlog_max)
 		return LES_STAT_PEP_BACKLOG_FULL;
 
-	zone_len = LES_IV_LEN + LES_HZLEN_LEN + hz_len + LES_ICV_LEN;
 	old_memcg = set_active_memcg(pn->memcg);
-	op = kmalloc(struct_size(op, buf, prefix_len + zone_len),
-		     GFP_ATOMIC | __GFP_ACCOUNT);
+	op = kmalloc(struct_size(op, buf, hz_end), GFP_ATOMIC | __GFP_ACCOUNT);
 	set_active_memcg(old_memcg);
 	if (!op)
 		return LES_STAT_PEP_ERRORS;
 	op->pn = pn;
 	op->x = x;
-	op->aead = sa->hz_aead;
+	op->sa = sa;
 	op->seen = ktime_get();
 	op->outer = *outer;
 	op->esp_len = esp_len;
 	op->skb_len = skb->len;
 	op->hz_len = hz_len;
-	op->prefix_len = prefix_len;
 
-	if (skb_copy_bits(skb, outer->esp_off, op->buf, LES_ESP_HDR_LEN) ||
-	    skb_copy_bits(skb, outer->esp_off + LES_ESP_HDR_LEN,
-			  op->buf + prefix_len, zone_len) ||
-	    /* The IV is the full sequence number; its low half is the ESP one. */
-	    memcmp(op->buf + prefix_len + 4, op->buf + 4, 4)) {
+	/* SPI, SeqLo and IV are the AAD, the zone and ICV2 follow: one copy. */
+	if (skb_copy_bits(skb, outer->esp_off, op->buf, hz_end)) {
 		kfree(op);
 		return LES_STAT_PEP_MALFORMED;
 	}
-	if (prefix_len == 12) {
-		/* SPI | SeqHi | SeqLo: a PEP has no replay state, the IV has SeqHi. */
-		memcpy(op->buf + 8, op->buf + 4, 4);
-		memcpy(op->buf + 4, op->buf + prefix_len, 4);
-	}
 	memcpy(op->nonce, sa->hz_salt, LES_SALT_LEN);
-	memcpy(op->nonce + LES_SALT_LEN, op->buf + prefix_len, LES_IV_LEN);
+	memcpy(op->nonce + LES_SALT_LEN, op->buf + LES_ESP_HDR_LEN, LES_IV_LEN);
 
 	spin_lock(&pn->backlog_lock);
 	if (pn->backlog_len >= backlog_max) {

@@ -4,6 +4,7 @@
  */
 #include <linux/hashtable.h>
 #include <linux/module.h>
+#include <linux/random.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/ipv6.h>
@@ -95,6 +96,7 @@ static void les_sa_free_keys(struct les_sa *sa)
 	if (sa->pz_aead)
 		crypto_free_aead(sa->pz_aead);
 	memzero_explicit(sa->hz_salt, sizeof(sa->hz_salt));
+	memzero_explicit(&sa->hz_aes, sizeof(sa->hz_aes));
 	memzero_explicit(sa->pz_salt, sizeof(sa->pz_salt));
 }
 
@@ -140,21 +142,70 @@ static int les_check_sa(struct xfrm_state *x, const struct les_blob *blob,
 	return 0;
 }
 
-static unsigned int les_header_len(const struct xfrm_state *x)
+/*
+ * The bytes xfrm reserves in front of the inner data: exactly what LES puts
+ * there, so that xfrm's MTU arithmetic holds (docs/protocol.md 3.2).
+ */
+static unsigned int les_header_len(const struct xfrm_state *x,
+				   enum les_role role)
 {
 	unsigned int len = LES_HEADER_LEN;
 
+	if (role != LES_ROLE_PEP_ORIGIN_OUT && role != LES_ROLE_PEP_ORIGIN_IN)
+		len += LES_CSUM_LEN;
 	if (x->props.mode == XFRM_MODE_TUNNEL)
 		len += x->props.family == AF_INET6 ? sizeof(struct ipv6hdr) :
 						     sizeof(struct iphdr);
 	return len + les_encap_len(x);
 }
 
+/* The replay window the operator set on a pep-view state (section 7). */
+static unsigned int les_sa_replay_window(const struct xfrm_state *x)
+{
+	return x->replay_esn ? x->replay_esn->replay_window :
+			       x->props.replay_window;
+}
+
+/*
+ * One zone's keys from its blob root, bound to this SA's SPI and direction
+ * (docs/protocol.md 2.1).  The header zone's key also goes into @aes, which
+ * finds L before any ICV is checked.
+ */
+static struct crypto_aead *les_sa_zone(struct xfrm_state *x, const u8 *root,
+				       unsigned int key_len, u8 zone, u8 flags,
+				       u8 *salt, struct crypto_aes_ctx *aes,
+				       struct netlink_ext_ack *extack)
+{
+	u8 okm[32 + LES_SALT_LEN];
+	struct crypto_aead *aead;
+	int err;
+
+	err = les_kdf_zone(root, key_len, zone, x->id.spi, flags, okm);
+	if (err) {
+		les_set_err(extack, "LES: zone key derivation failed (is hmac(sha256) available?)");
+		aead = ERR_PTR(err);
+		goto out;
+	}
+	if (aes) {
+		err = aes_expandkey(aes, okm, key_len);
+		if (err) {
+			les_set_err(extack, "LES: the kernel refused the zone key");
+			aead = ERR_PTR(err);
+			goto out;
+		}
+	}
+	aead = les_zone_aead(okm, key_len, extack);
+	memcpy(salt, okm + key_len, LES_SALT_LEN);
+out:
+	memzero_explicit(okm, sizeof(okm));
+	return aead;
+}
+
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 {
 	unsigned int key_len = (x->aead->alg_key_len + 7) / 8;
-	u8 po_key[32 + LES_SALT_LEN];
 	struct les_blob blob;
+	const u8 *hz_root;
 	struct les_sa *sa;
 	int err;
 
@@ -177,41 +228,35 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	sa->role = blob.role;
 	sa->dirs = les_role_dirs(blob.role);
 	sa->pep_id = blob.pep_id;
-	sa->key_len = blob.k2.key_len;
+	sa->key_len = blob.key_len;
+	sa->blob_flags = blob.flags;
 
-	if (blob.role == LES_ROLE_PEP_ORIGIN_IN ||
-	    blob.role == LES_ROLE_PEP_ORIGIN_OUT) {
-		err = les_kdf_pep_origin(blob.k2.key, blob.k2.key_len,
-					 x->id.spi, blob.pep_id, po_key);
-		if (err) {
-			les_set_err(extack, "LES: PEP-origin key derivation failed");
-			goto fail;
-		}
-		sa->hz_aead = les_zone_aead(po_key, blob.k2.key_len, extack);
-		memcpy(sa->hz_salt, po_key + blob.k2.key_len, LES_SALT_LEN);
-	} else {
-		sa->hz_aead = les_zone_aead(blob.k2.key, blob.k2.key_len, extack);
-		memcpy(sa->hz_salt, blob.k2.salt, LES_SALT_LEN);
-	}
+	hz_root = blob.role == LES_ROLE_ENDPOINT || blob.role == LES_ROLE_PEP_VIEW ?
+		  blob.k2 : blob.ko;
+	sa->hz_aead = les_sa_zone(x, hz_root, blob.key_len, LES_ZONE_HEADER,
+				  blob.flags, sa->hz_salt, &sa->hz_aes, extack);
 	if (IS_ERR(sa->hz_aead)) {
 		err = PTR_ERR(sa->hz_aead);
 		sa->hz_aead = NULL;
 		goto fail;
 	}
 	if (blob.role == LES_ROLE_ENDPOINT) {
-		sa->pz_aead = les_zone_aead(blob.k1.key, blob.k1.key_len, extack);
+		sa->pz_aead = les_sa_zone(x, blob.k1, blob.key_len,
+					  LES_ZONE_PAYLOAD, blob.flags,
+					  sa->pz_salt, NULL, extack);
 		if (IS_ERR(sa->pz_aead)) {
 			err = PTR_ERR(sa->pz_aead);
 			sa->pz_aead = NULL;
 			goto fail;
 		}
-		memcpy(sa->pz_salt, blob.k1.salt, LES_SALT_LEN);
 	}
+	/* Fresh for every state, so nonces differ even under a reused key. */
+	sa->iv_mask = get_random_u64();
+	les_replay_init(&sa->replay, les_sa_replay_window(x));
 
-	memzero_explicit(po_key, sizeof(po_key));
-	x->props.header_len = les_header_len(x);
-	/* Up to 3 bytes of padding, pad length, next header, ICV1. */
-	x->props.trailer_len = LES_ALIGN + 1 + LES_ICV_LEN;
+	x->props.header_len = les_header_len(x, sa->role);
+	/* Moved bytes, pad length, next header, ICV1: tailroom to reserve. */
+	x->props.trailer_len = LES_MOVED_MAX + 2 + LES_ICV_LEN;
 	/*
 	 * LES SAs are never offloaded: esp4_offload knows nothing of zones.
 	 * __xfrm_init_state took a reference on the offload type; only a
@@ -233,7 +278,6 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	return 0;
 
 fail:
-	memzero_explicit(po_key, sizeof(po_key));
 	les_sa_free_keys(sa);
 	kfree(sa);
 	return err;

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * Load-time self-test of the protocol code: key blobs, the header-chain
- * walk, the PEP-origin policy and the key derivation.  A module whose zone
+ * Load-time self-test of the protocol code: key blobs, what enters the
+ * header zone, the PEP's replay window, the PEP-origin policy and the key
+ * derivation.  A module whose zone
  * layout is wrong must not load.  tests/host builds the same file in user
  * space (without the kernel-crypto KDF part).
  */
@@ -22,53 +23,74 @@
 
 static int les_selftest_blob(void)
 {
-	u8 keys[2][36], blob[96];
-	struct les_blob b;
+	u8 roots[3][36], kp[LES_KP_LEN], blob[LES_BLOB_MAX_LEN];
+	struct les_blob b = {}, p;
 	size_t len;
 	int i;
 
 	for (i = 0; i < 36; i++) {
-		keys[0][i] = i;
-		keys[1][i] = 0x80 | i;
+		roots[0][i] = i;
+		roots[1][i] = 0x80 | i;
+		roots[2][i] = 0x40 | i;
 	}
-	len = les_blob_build(blob, sizeof(blob), LES_ROLE_ENDPOINT, 32, 0,
-			     keys[0], keys[1]);
-	CHECK(len == 84);
+	memset(kp, 0x5a, sizeof(kp));
+	b.role = LES_ROLE_ENDPOINT;
+	b.key_len = 32;
+	b.flags = LES_BLOB_F_R2I;
+	b.k2 = roots[0];
+	b.k1 = roots[1];
+	b.kp = kp;
+	len = les_blob_build(blob, sizeof(blob), &b);
+	CHECK(len == 116 && len == les_blob_len(LES_ROLE_ENDPOINT, 32));
 	CHECK(les_blob_is_les(blob, len));
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_OK);
-	CHECK(b.role == LES_ROLE_ENDPOINT && b.k2.key_len == 32);
-	CHECK(b.k2.key == blob + 12 && b.k2.salt == blob + 44);
-	CHECK(b.k1.key == blob + 48 && !memcmp(b.k1.salt, keys[1] + 32, 4));
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_OK);
+	CHECK(p.role == LES_ROLE_ENDPOINT && p.key_len == 32 && p.flags == 1);
+	CHECK(p.k2 == blob + 12 && p.k1 == blob + 48 && p.kp == blob + 84 && !p.ko);
 
-	CHECK(les_blob_parse(blob, len - 1, &b) == LES_BLOB_ERR_LENGTH);
+	CHECK(les_blob_parse(blob, len - 1, &p) == LES_BLOB_ERR_LENGTH);
+	CHECK(les_blob_parse(blob, 11, &p) == LES_BLOB_ERR_SHORT);
+	blob[4] = 1;		/* version 1 is gone */
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_VERSION);
 	blob[4] = 2;
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_ERR_VERSION);
-	blob[4] = 1;
 	blob[5] = 9;
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_ERR_ROLE);
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_ROLE);
 	blob[5] = LES_ROLE_PEP_VIEW;
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_ERR_LENGTH);
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_LENGTH);
 	blob[5] = LES_ROLE_ENDPOINT;
 	blob[6] = 20;
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_ERR_KEYLEN);
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_KEYLEN);
 	blob[6] = 32;
+	blob[7] = 2;
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_FLAGS);
+	blob[7] = 1;
 	blob[11] = 1;
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_ERR_PEP_ID);
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_PEP_ID);
+	blob[11] = 0;
+	/* The same key in both zones, whatever the salts. */
+	memcpy(blob + 48, blob + 12, 32);
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_SAME_KEYS);
+	/* Any key with the magic is a blob: v1's 20/28/36-byte escape is gone. */
+	CHECK(les_blob_is_les(blob, 36) && les_blob_is_les(blob, 20));
 	blob[0] = 'X';
 	CHECK(!les_blob_is_les(blob, len));
 
-	len = les_blob_build(blob, sizeof(blob), LES_ROLE_PEP_ORIGIN_IN, 16, 7,
-			     keys[0], NULL);
+	memset(&b, 0, sizeof(b));
+	b.role = LES_ROLE_PEP_ORIGIN_IN;
+	b.key_len = 16;
+	b.pep_id = 7;
+	b.ko = roots[2];
+	len = les_blob_build(blob, sizeof(blob), &b);
 	CHECK(len == 32);
-	CHECK(les_blob_parse(blob, len, &b) == LES_BLOB_OK);
-	CHECK(b.pep_id == 7 && !b.k1.key);
-	/* A plain rfc4106 key that happens to start with the magic is ESP's. */
-	memcpy(keys[0], LES_BLOB_MAGIC, 4);
-	CHECK(!les_blob_is_les(keys[0], 36));
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_OK);
+	CHECK(p.pep_id == 7 && p.ko == blob + 12 && !p.k1 && !p.k2);
+	blob[11] = 0;		/* PEP-origin roles need a pep_id */
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_PEP_ID);
+	b.pep_id = 0;
+	CHECK(!les_blob_build(blob, sizeof(blob), &b));
 	return 0;
 }
 
-/* IPv4 + TCP (with 12 bytes of options) + 100 bytes of data. */
+/* IPv4 + TCP (12 bytes of options: NOP NOP timestamps) + @data bytes. */
 static void les_build_tcp4(u8 *p, unsigned int data, u8 tcp_flags)
 {
 	memset(p, 0, 52 + data);
@@ -78,43 +100,90 @@ static void les_build_tcp4(u8 *p, unsigned int data, u8 tcp_flags)
 	p[9] = 6;
 	p[20 + 12] = 8 << 4;	/* data offset: 32 bytes */
 	p[20 + 13] = tcp_flags;
+	p[20 + 16] = 0xab;	/* checksum */
+	p[20 + 17] = 0xcd;
+	p[40] = LES_TCPOPT_NOP;
+	p[41] = LES_TCPOPT_NOP;
+	p[42] = LES_TCPOPT_TS;
+	p[43] = 10;
 }
 
-static int les_selftest_chain(void)
+static int les_selftest_hz(void)
 {
-	static u8 pkt[256];
-	struct les_chain ch;
+	static u8 pkt[256], hz[LES_HDRS_SEALED_MAX];
+	u8 csum[LES_CSUM_LEN], moved[LES_MOVED_MAX];
+	struct les_hz_plan plan;
+	struct les_tcp_seg seg;
 
 	les_build_tcp4(pkt, 100, LES_TCP_ACK);
-	CHECK(les_hdr_chain(4, pkt, 152, 152, &ch) == 0);
-	CHECK(ch.len == 52 && ch.l4_off == 20 && ch.l4_proto == 6);
-	/* Transport mode: the chain starts at TCP. */
-	CHECK(les_hdr_chain(6, pkt + 20, 132, 132, &ch) == 0 && ch.len == 32);
-	/* Not enough readable bytes: the walk asks for them. */
-	CHECK(les_hdr_chain(4, pkt, 30, 152, &ch) == 40);
-	/* A truncated TCP header ends the chain before it. */
-	CHECK(les_hdr_chain(4, pkt, 40, 40, &ch) == 0 && ch.len == 20);
-	/* Non-first fragment: IP header only. */
-	les_put_be16(pkt + 6, 100);
-	CHECK(les_hdr_chain(4, pkt, 152, 152, &ch) == 0);
-	CHECK(ch.len == 20 && ch.fragment && ch.l4_off < 0);
+	CHECK(les_hz_plan(4, pkt, 152, 152, &plan) == 0);
+	CHECK(plan.len == 52 && plan.tcp_off == 20 && !plan.flags &&
+	      !plan.moved_len && plan.payload_len == 100);
+	les_hz_seal(&plan, pkt, hz, csum, moved);
+	/* The checksum leaves; the payload length takes its place. */
+	CHECK(csum[0] == 0xab && csum[1] == 0xcd);
+	CHECK(les_get_be16(hz + 36) == 100 && !memcmp(hz, pkt, 36));
+	CHECK(les_hz_tcp(4, hz, 52, &seg) == LES_HZ_TCP);
+	CHECK(seg.payload_len == 100 && seg.has_ts && seg.family == 4);
+	/* Not enough readable bytes: the plan asks for them. */
+	CHECK(les_hz_plan(4, pkt, 30, 152, &plan) == 40);
+	/* Transport mode: TCP first, payload length from the bytes present. */
+	CHECK(les_hz_plan(6, pkt + 20, 132, 140, &plan) == 0);
+	CHECK(plan.len == 32 && plan.payload_len == 108);
+	/* An unknown option and an urgent pointer are moved. */
+	pkt[40] = 30;		/* MPTCP, length 2 */
+	pkt[41] = 2;
+	les_put_be16(pkt + 38, 7);
+	CHECK(les_hz_plan(4, pkt, 152, 152, &plan) == 0);
+	CHECK(plan.flags == (LES_HZF_OPTIONS_MOVED | LES_HZF_URGENT_MOVED) &&
+	      plan.moved_len == 14);
+	les_hz_seal(&plan, pkt, hz, csum, moved);
+	CHECK(hz[40] == LES_TCPOPT_NOP && hz[41] == LES_TCPOPT_NOP &&
+	      hz[42] == LES_TCPOPT_TS && !hz[38] && !hz[39]);
+	CHECK(les_hz_moved_len(4, plan.flags, hz, 52) == 14);
+	les_hz_restore(4, plan.flags, hz, 52, csum, moved);
+	CHECK(!memcmp(hz, pkt, 52));
+	/* A header zone that still shows what a sender moves is malformed. */
+	CHECK(les_hz_tcp(4, pkt, 52, &seg) == LES_HZ_MALFORMED);
+	/* Fragments, IP options, UDP: no headers at all. */
+	les_build_tcp4(pkt, 100, LES_TCP_ACK);
+	les_put_be16(pkt + 6, 0x2000);
+	CHECK(les_hz_plan(4, pkt, 152, 152, &plan) == 0 && !plan.len);
 	les_put_be16(pkt + 6, 0);
-	/* GRE: nothing past the IP header. */
-	pkt[9] = 47;
-	CHECK(les_hdr_chain(4, pkt, 152, 152, &ch) == 0 && ch.len == 20);
-	pkt[9] = 6;
-	/* IPv6 + hop-by-hop (8) + UDP. */
-	memset(pkt, 0, sizeof(pkt));
-	pkt[0] = 0x60;
-	pkt[6] = 0;
-	pkt[40] = 17;
-	CHECK(les_hdr_chain(41, pkt, 100, 100, &ch) == 0);
-	CHECK(ch.len == 56 && ch.l4_off == 48 && ch.l4_proto == 17);
-	/* The chain never passes LES_HDRS_MAX. */
-	pkt[40] = 60;		/* hop-by-hop, 8 bytes, then ... */
-	pkt[49] = 255;		/* ... a 2048-byte destination options header */
-	CHECK(les_hdr_chain(41, pkt, sizeof(pkt), 4000, &ch) == 0 && ch.len == 48);
-	CHECK(les_pad_len(52, 100) == 2 && les_pad_len(0, 2) == 0);
+	pkt[0] = 0x46;
+	CHECK(les_hz_plan(4, pkt, 152, 152, &plan) == 0 && !plan.len);
+	pkt[0] = 0x45;
+	pkt[9] = 17;
+	CHECK(les_hz_plan(4, pkt, 152, 152, &plan) == 0 && !plan.len);
+	les_hz_seal(&plan, pkt, hz, csum, moved);
+	CHECK(!csum[0] && !csum[1]);
+	return 0;
+}
+
+static int les_selftest_replay(void)
+{
+	struct les_replay r;
+	u64 s;
+
+	les_replay_init(&r, 0);
+	CHECK(r.size == LES_REPLAY_MIN);
+	CHECK(les_replay_check(&r, 5));
+	les_replay_advance(&r, 5);
+	CHECK(!les_replay_check(&r, 5) && les_replay_check(&r, 4));
+	les_replay_advance(&r, 100);
+	CHECK(les_replay_check(&r, 40) && !les_replay_check(&r, 36));
+	CHECK(!les_replay_check(&r, 100) && les_replay_check(&r, 101));
+	/* Across an ESN epoch: SeqLo wraps, the epoch tells. */
+	les_replay_advance(&r, 0xfffffff0ULL);
+	s = les_replay_seq(&r, 1, 3);
+	CHECK(s == 0x100000003ULL && les_replay_check(&r, s));
+	les_replay_advance(&r, s);
+	CHECK(les_replay_seq(&r, 0, 0xfffffff8U) == 0xfffffff8ULL);
+	CHECK(!les_replay_check(&r, les_replay_seq(&r, 0, 0xfffffff0U)));
+	/* An old packet stays old: v1 took it for the next epoch. */
+	CHECK(!les_replay_check(&r, les_replay_seq(&r, 0, 100)));
+	/* Before epoch 0 there is nothing. */
+	CHECK(!les_replay_check(&r, les_replay_seq(&r, 0xffff, 5)));
 	return 0;
 }
 
@@ -176,7 +245,9 @@ int les_selftest(void)
 
 	err = les_selftest_blob();
 	if (!err)
-		err = les_selftest_chain();
+		err = les_selftest_hz();
+	if (!err)
+		err = les_selftest_replay();
 	if (!err)
 		err = les_selftest_pep_origin();
 	if (!err)

@@ -55,6 +55,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_PEP_KEY_EXPIRED]	= "LesPepKeyExpired",
 	[LES_STAT_PEP_OUTER_FRAGMENT]	= "LesPepOuterFragment",
 	[LES_STAT_PEP_GSO]		= "LesPepGso",
+	[LES_STAT_PEP_REPLAY]		= "LesPepReplay",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)

@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=9
+want_version=10
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -23,7 +23,7 @@ fi
 $SUDO apt-get update -qq
 $SUDO apt-get install -y -qq --no-install-recommends \
 	build-essential bc flex bison kmod libelf-dev sparse clang libclang-rt-14-dev \
-	libmnl-dev pkg-config \
+	libmnl-dev libssl-dev pkg-config \
 	qemu-system-x86 busybox-static \
 	iproute2 iperf3 tcpdump nftables ethtool procps iputils-ping \
 	nginx-light curl python3-matplotlib \

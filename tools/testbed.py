@@ -212,12 +212,13 @@ class Mode:
             if name == "esp":
                 key = "0x" + os.urandom(36).hex()
             else:
-                k2, k1 = os.urandom(36).hex(), os.urandom(36).hex()
-                key = lesctl(f"blob create endpoint k2 {k2} k1 {k1}")
+                # The client initiates: "up" is initiator to responder.
+                key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
             for n in ("client", "server"):
                 sh(sa_add(src, dst, Mode.spi, key), n)
             if name == "les-observer":
-                view = lesctl(f"blob create pep-view k2 {k2}")
+                # What the endpoint operator hands the PEPs: K2 only.
+                view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
                     sh(sa_add(src, dst, Mode.spi, view) + f" mark {PEP_MARK:#x}", n)
         for me, peer in (("client", "server"), ("server", "client")):

@@ -13,17 +13,17 @@ from pep_tests import lesctl, lesctl_j, pep_keys_up  # noqa: E402
 SECRET = b"The launch code is 0000: keep it between the endpoints."
 
 
-def tcp_line(hdrs, nh):
-    ch = Z.hdr_chain(nh, hdrs)
-    if ch.l4_proto != 6:
-        return f"proto {ch.l4_proto}"
-    ip, t = hdrs[:ch.l4_off], hdrs[ch.l4_off:]
+def tcp_line(hz):
+    """One header zone as tcpdump would print it (tunnel mode, IPv4)."""
+    if not hz.length:
+        return f"next header {hz.nexthdr}: no headers (not TCP)"
+    ip, t = hz.headers[:20], hz.headers[20:]
     src = ".".join(str(b) for b in ip[12:16])
     dst = ".".join(str(b) for b in ip[16:20])
     flags = "".join(c for c, bit in zip("FSRPAUEC", range(8)) if t[13] >> bit & 1)
     return (f"{src}.{int.from_bytes(t[0:2], 'big')} > {dst}.{int.from_bytes(t[2:4], 'big')} "
             f"[{flags:>3}] seq {int.from_bytes(t[4:8], 'big')} ack {int.from_bytes(t[8:12], 'big')} "
-            f"win {int.from_bytes(t[14:16], 'big')}")
+            f"win {int.from_bytes(t[14:16], 'big')} length {hz.payload_len}")
 
 
 def main():
@@ -56,10 +56,10 @@ def main():
     shown = 0
     for ip, f in pkts:
         sa = ab if f.spi == ab.spi else ba
-        nh, flags, hdrs = Z.open_headers(f.esp, sa.k2, False)
-        leaked |= SECRET[:16] in hdrs
+        hz = Z.open_headers(f.esp, sa.k2)
+        leaked |= SECRET[:16] in hz.headers
         if shown < 8:
-            print(f"  {tcp_line(hdrs, nh)}")
+            print(f"  {tcp_line(hz)}")
         shown += 1
     if shown > 8:
         print(f"  ... and {shown - 8} more")

@@ -88,7 +88,7 @@ def outer_fragments(T, t):
     src, dst = "10.10.1.77", "10.10.2.77"
     inner = P.ip_packet(src, dst, 6, P.tcp_segment(src, dst, 41500, 7300, seq=1, flags=0x18,
                                                    payload=b"f" * 1200))
-    esp = Z.seal(ab.spi, ab.seq64(60000), cfg.esn, ab.k2, ab.k1, 4, inner, True)
+    esp = Z.seal(ab.spi, ab.seq64(60000), cfg.esn, ab.k2, ab.k1, 4, inner)
     a, b = OUTER["a"][4], OUTER["b"][4]
     frags = [P.ipv4_packet(a, b, 50, esp[:600], ident=0x4c45, df=False, mf=True),
              P.ipv4_packet(a, b, 50, esp[600:], ident=0x4c45, df=False, frag_off=600)]

@@ -16,7 +16,8 @@ from types import SimpleNamespace
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E402
-                   counters, encap_hold, delta, key, policies, sa_stats, sh, topology_down,
+                   counters, encap_hold, delta, iv_mask_of, key, policies, sa_stats, sh,
+                   topology_down,
                    topology_up, tunnel_up, xfrm_flush, MIDDLE_TO_B)
 
 import hardening_tests  # noqa: E402
@@ -83,12 +84,17 @@ def test_unload_refused_while_in_use():
 # ---- configuration errors -------------------------------------------------------
 
 BAD_BLOBS = [
-    ("bad version", lambda b: b[:4] + b"\x02" + b[5:], "version is not supported"),
+    ("version 1", lambda b: b[:4] + b"\x01" + b[5:], "version is not 2"),
     ("unknown role", lambda b: b[:5] + b"\x09" + b[6:], "role is unknown"),
     ("bad key length", lambda b: b[:6] + b"\x14" + b[7:], "key length must be 16, 24 or 32"),
-    ("reserved flags", lambda b: b[:7] + b"\x01" + b[8:], "reserved flags"),
+    ("reserved flags", lambda b: b[:7] + b"\x02" + b[8:], "reserved flags"),
     ("truncated", lambda b: b[:-1], "length does not match"),
-    ("pep-id on an endpoint blob", lambda b: b[:11] + b"\x01" + b[12:], "PEP id"),
+    ("pep-id on an endpoint blob", lambda b: b[:11] + b"\x01" + b[12:], "pep_id is wrong"),
+    # K1's key (bytes 48..80 of a 32-byte-key endpoint blob) equal to K2's.
+    ("K1 equal to K2", lambda b: b[:48] + b[12:44] + b[80:], "same key for both zones"),
+    # v1 let these go to esp4 as weak plain keys (review item 7).
+    ("20-byte key starting with LESK", lambda b: b"LESK" + bytes(16), "version is not 2"),
+    ("36-byte key starting with LESK", lambda b: b"LESK" + bytes(32), "version is not 2"),
 ]
 
 
@@ -113,10 +119,6 @@ def test_bad_blobs():
            ns="a", check=False)
     T.ok(p.returncode != 0 and "nonces" in p.stderr, "an LES SA with oseq-may-wrap is refused", p.stderr)
     T.ok(sh("ip xfrm state", ns="a").stdout.strip() == "", "nothing was installed by the refused adds")
-    # A key that starts with the magic but has a plain rfc4106 length is ESP's.
-    sa.plain_key = b"LESK" + bytes(16)
-    p = sh(sa.add_cmd(), ns="a", check=False)
-    T.ok(p.returncode == 0, "a 20-byte key that begins with LESK is a plain ESP key", p.stderr)
     xfrm_flush()
 
 
@@ -137,7 +139,9 @@ def test_roles():
         if not have_dir or not os.access(BPO_IP, os.X_OK):
             T.skip(desc, "SA directions need Linux 6.10 and iproute2 6.10")
             continue
-        sa = Sa(cfg, "a", "b", 0x520, role=role, pep_id=0)
+        parent = Sa(cfg, "a", "b", 0x520)
+        pep_id = 5 if role.startswith("pep-origin") else 0
+        sa = Sa(cfg, "a", "b", 0x520, role=role, parent=parent, pep_id=pep_id)
         cmd = sa.add_cmd(f"dir {d}").replace("ip xfrm", BPO_IP + " xfrm", 1)
         if d == "out":
             cmd = cmd.replace(" replay-window 4096", "")
@@ -149,7 +153,7 @@ def test_roles():
     # Without a direction: a pep-view SA that a policy sends through drops.
     ab, ba = tunnel_up(cfg, 0x530)
     sh(f"ip xfrm state delete src {cfg.outer('a')} dst {cfg.outer('b')} proto esp spi {ab.spi:#x}", ns="a")
-    view = Sa(cfg, "a", "b", ab.spi, role="pep-view", k2=ab.k2)
+    view = Sa(cfg, "a", "b", ab.spi, role="pep-view", parent=ab)
     sh(view.add_cmd(), ns="a")
     before = counters("a")
     # The sender may see the error (EINVAL) or not: the counters tell.
@@ -172,52 +176,74 @@ def udp_roundtrip(cfg, sa, payload, sport=5001, dport=6001):
             and got[0]["src"] == cfg.inner("a"), got)
 
 
+def check_les_packet(cfg, sa, esp, marker):
+    """One packet the kernel sealed, against the codec: None if it is what
+    docs/protocol.md says, else what is wrong."""
+    hz = Z.open_headers(esp, sa.k2)
+    if marker in hz.headers or marker in esp:
+        return "the payload is visible with K2 or on the wire"
+    o = Z.open_full(esp, sa.k2, sa.k1, cfg.esn, seq_hi=sa.seq64(0) >> 32)
+    plan = Z.hz_plan(o.nexthdr, o.inner)
+    if (hz.nexthdr, hz.flags, hz.headers) != (o.nexthdr, plan.flags, plan.headers):
+        return f"header zone {hz} is not the plan {plan} of the inner packet"
+    seq_lo = int.from_bytes(esp[4:8], "big")
+    again = Z.seal(sa.spi, sa.seq64(seq_lo), cfg.esn, sa.k2, sa.k1, o.nexthdr, o.inner,
+                   iv_mask=iv_mask_of(sa, esp))
+    if again != esp:
+        return f"re-sealed packet differs:\n{again.hex()}\n{esp.hex()}"
+    # Overhead over ESP: 19 to 22 bytes when nothing is moved (3.2).
+    extra = len(esp) - Z.rfc4303_esp_len(len(o.inner))
+    if not (19 <= extra <= 22 + len(plan.moved)):
+        return f"overhead {extra} bytes over ESP"
+    return None
+
+
 def kernel_to_codec(cfg, ab, pcap_path):
     """The kernel's packets, captured on the middle hop, open with the codec:
     headers with K2 alone, everything with K1; re-sealing the opened packet
-    gives back the captured bytes exactly."""
+    gives back the captured bytes exactly.  A UDP datagram leaves the header
+    zone empty; TCP segments carry their IP and TCP headers, checksum out."""
     marker = b"LES-SECRET-PAYLOAD-" + os.urandom(6).hex().encode()
     payload = marker * 8
-    snif = Bg("m", "sniff", MIDDLE_TO_B, pcap_path, 30)
+    snif = Bg("m", "sniff", MIDDLE_TO_B, pcap_path, 60)
     ca, cb = counters("a"), counters("b")
     ok, got = udp_roundtrip(cfg, ab, payload)
+    tcp_ok, tcp_got = tcp_transfer(cfg, 4096, port=7011)
     time.sleep(0.2)
     snif.stop()
-    if not ok:
+    if not ok or not tcp_ok:
         from lesvm import pcap
         seen = [ip[:48].hex() for _, ip in pcap.read_pcap(pcap_path)]
-        return False, (f"datagram not delivered: {got}\na: {delta(ca, counters('a'))}\n"
+        return False, (f"traffic not delivered: {got} {tcp_got}\na: {delta(ca, counters('a'))}\n"
                        f"b: {delta(cb, counters('b'))}\non m: {seen}")
     pkts = capture_esp(pcap_path, ab.spi)
-    if len(pkts) != 1:
-        return False, f"expected 1 ESP packet with SPI {ab.spi:#x}, got {len(pkts)}"
-    ip, f = pkts[0]
-    if f.udp_encap != cfg.encap:
-        return False, f"udp encapsulation {f.udp_encap}, wanted {cfg.encap}"
-    esp = f.esp
-    nh, flags, hdrs = Z.open_headers(esp, ab.k2, cfg.esn, seq_hi=None)
-    if marker in hdrs or marker in esp:
-        return False, "the payload is visible with K2 or on the wire"
-    want_nh = cfg.inner_nexthdr(17)
-    if nh != want_nh or flags != 0:
-        return False, f"header zone next header {nh} flags {flags}, wanted {want_nh} 0"
-    chain = Z.hdr_chain(nh, hdrs)
-    if chain.l4_proto != 17 or chain.length != len(hdrs):
-        return False, f"header zone does not end with the UDP header: {chain}"
-    udp = hdrs[chain.l4_off:chain.l4_off + 8]
-    if int.from_bytes(udp[2:4], "big") != 6001:
-        return False, f"UDP destination port in the header zone: {udp.hex()}"
-    nh2, inner = Z.open_full(esp, ab.k2, ab.k1, cfg.esn, seq_hi=None)
-    if payload not in inner:
-        return False, "K1 does not reveal the payload"
-    seq64 = int.from_bytes(esp[8:16], "big")
-    again = Z.seal(ab.spi, seq64, cfg.esn, ab.k2, ab.k1, nh2, inner, cfg.tunnel)
-    if again != esp:
-        return False, f"re-sealed packet differs:\n{again.hex()}\n{esp.hex()}"
-    # Overhead: exactly 20 bytes more than ESP would have sent.
-    esp_len = Z.rfc4303_esp_len(len(inner))
-    if len(esp) - esp_len != 20:
-        return False, f"overhead {len(esp) - esp_len} bytes, not 20"
+    if len(pkts) < 3:
+        return False, f"expected a datagram and TCP segments with SPI {ab.spi:#x}, got {len(pkts)}"
+    seen = {"udp": 0, "tcp": 0}
+    clear_l = 0
+    for ip, f in pkts:
+        if f.udp_encap != cfg.encap:
+            return False, f"udp encapsulation {f.udp_encap}, wanted {cfg.encap}"
+        why = check_les_packet(cfg, ab, f.esp, marker)
+        if why:
+            return False, why
+        hz = Z.open_headers(f.esp, ab.k2)
+        if int.from_bytes(f.esp[16:18], "big") == hz.length:
+            clear_l += 1
+        o = Z.open_full(f.esp, ab.k2, ab.k1, cfg.esn, seq_hi=ab.seq64(0) >> 32)
+        if payload in o.inner:
+            seen["udp"] += 1
+            if hz.length != 0 or hz.nexthdr != cfg.inner_nexthdr(17):
+                return False, f"a UDP datagram's header zone: {hz}"
+        else:
+            seen["tcp"] += 1
+            want = (20 if cfg.ifam == 4 else 40) if cfg.tunnel else 0
+            if hz.length < want + 20 or hz.payload_len is None:
+                return False, f"a TCP segment's header zone: {hz}"
+    if seen["udp"] != 1 or not seen["tcp"]:
+        return False, f"packets seen: {seen}"
+    if clear_l > len(pkts) // 4 + 1:
+        return False, f"L readable in the clear in {clear_l} of {len(pkts)} packets"
     return True, None
 
 
@@ -232,7 +258,7 @@ def codec_to_kernel(cfg, ab, seq_lo):
     else:
         inner = seg
     esp = Z.seal(ab.spi, ab.seq64(seq_lo), cfg.esn, ab.k2, ab.k1,
-                 cfg.inner_nexthdr(17), inner, cfg.tunnel)
+                 cfg.inner_nexthdr(17), inner)
     pkt = P.wrap_esp(cfg.outer("a"), cfg.outer("b"), esp, udp_encap=cfg.encap)
     rx = Bg("b", "udp-recv", dst, 6002, 1, 10)
     agent("m", "raw-send", cfg.outer("b"), pkt.hex())
@@ -333,13 +359,99 @@ def test_async():
     sh(f"insmod {KO}")
 
 
+# ---- nonces (review item 1) ----------------------------------------------------
+
+def nonces_of(cfg, sas, tag, n=2, port=6101):
+    """Send n datagrams a -> b and return, for each captured packet of one of
+    sas, (SPI, zone key, nonce) of both zones; each packet must open with
+    its own SA's keys."""
+    path = f"{OUT}/nonces-{tag}.pcap"
+    snif = Bg("m", "sniff", MIDDLE_TO_B, path, 30)
+    rx = Bg("b", "udp-recv", cfg.inner("b"), port, n, 10)
+    for i in range(n):
+        agent("a", "udp-send", cfg.inner("a"), cfg.inner("b"), port, f"nonce {tag} {i}".encode().hex())
+    rx.result()
+    time.sleep(0.2)
+    snif.stop()
+    by_spi = {sa.spi: sa for sa in sas}
+    out = []
+    for _, f in capture_esp(path):
+        sa = by_spi.get(f.spi)
+        if not sa:
+            continue
+        Z.open_full(f.esp, sa.k2, sa.k1, cfg.esn, seq_hi=sa.seq64(0) >> 32)
+        iv = f.esp[8:16]
+        out.append((f.spi, f.seq, sa.k2, sa.k2[-4:] + iv))
+        out.append((f.spi, f.seq, sa.k1, sa.k1[-4:] + iv))
+    return out
+
+
+def distinct(pairs):
+    keyed = [(k, nonce) for _, _, k, nonce in pairs]
+    return len(keyed) == len(set(keyed))
+
+
+def test_nonces():
+    """No (key, nonce) pair repeats when a blob serves a second SA, when an
+    SA is added again after a flush, or when keying software re-creates a
+    state with the same key and a saved sequence number (docs/protocol.md
+    2.1, 2.2).  Version 1 repeated them in all three cases."""
+    cfg = Config("tunnel", 4, 4)
+    T.prefix = "nonces: "
+    try:
+        # 1. One blob, two SAs (SPIs 0x8100 and 0x8102), one after the other.
+        ab, ba = tunnel_up(cfg, 0x8100)
+        first = nonces_of(cfg, [ab], "blob-1")
+        second = Sa(cfg, "a", "b", 0x8102)
+        second.k2root, second.k1root, second.kp = ab.k2root, ab.k1root, ab.kp
+        for ns in "ab":
+            sh(f"ip xfrm state delete src {cfg.outer('a')} dst {cfg.outer('b')} proto esp "
+               f"spi {ab.spi:#x}", ns=ns)
+        second.install()
+        pairs = first + nonces_of(cfg, [second], "blob-2")
+        T.ok(second.blob() == ab.blob() and len(pairs) == 8 and distinct(pairs) and
+             {p[1] for p in pairs} == {1, 2},
+             "one blob on two SAs: the same sequence numbers, no repeated (key, nonce)", pairs)
+
+        # 2. The same SA added again after a flush.
+        ab, ba = tunnel_up(cfg, 0x8110)
+        before = nonces_of(cfg, [ab], "flush-1")
+        ab, ba = tunnel_up(cfg, 0x8110)
+        pairs = before + nonces_of(cfg, [ab], "flush-2")
+        T.ok(len(pairs) == 8 and distinct(pairs) and [p[1] for p in pairs[::2]] == [1, 2, 1, 2],
+             "an SA added again after a flush: sequence numbers 1, 2 twice, no repeated "
+             "(key, nonce)", pairs)
+
+        # 3. Re-created with the same key and a saved sequence number (as
+        # strongSwan's update_sa does): the packets in between repeat theirs.
+        ab, ba = tunnel_up(cfg, 0x8120)
+        pairs = nonces_of(cfg, [ab], "update-1")
+        saved = 2
+        pairs += nonces_of(cfg, [ab], "update-2")
+        for ns in "ab":
+            sh(f"ip xfrm state delete src {cfg.outer('a')} dst {cfg.outer('b')} proto esp "
+               f"spi {ab.spi:#x}", ns=ns)
+        sh(ab.add_cmd(f"replay-oseq {saved}"), ns="a")
+        sh(ab.add_cmd(), ns="b")
+        pairs += nonces_of(cfg, [ab], "update-3")
+        seqs = [p[1] for p in pairs[::2]]
+        T.ok(seqs == [1, 2, 3, 4, 3, 4] and distinct(pairs),
+             "a state re-created with a saved sequence number sends 3, 4 again with new nonces",
+             pairs)
+    except Exception as e:  # noqa: BLE001
+        T.ok(False, "set-up", e)
+    finally:
+        T.prefix = ""
+    xfrm_flush()
+
+
 # ---- PEP-origin SAs ----------------------------------------------------------------
 
 def po_setup(cfg):
     """b's pep-origin-in SA for packets a PEP makes on a's behalf; its keys
     derive from the K2 of a->b."""
     ab, ba = tunnel_up(cfg, 0x2000)
-    po = Sa(cfg, "a", "b", 0x2100, role="pep-origin-in", k2=ab.k2, pep_id=7)
+    po = Sa(cfg, "a", "b", 0x2100, role="pep-origin-in", parent=ab, pep_id=7)
     sh(po.add_cmd(), ns="b")
     return ab, po
 
@@ -354,7 +466,8 @@ def po_packet(cfg, po, seq, flags=0x10, data=b"", key_override=None, options=b""
     if data:
         # Data never fits a header-only packet: seal it raw.
         esp = Z.seal_raw(po.spi, po.seq64(seq), cfg.esn, ks,
-                         bytes((cfg.inner_nexthdr(6), 1)) + inner)
+                         Z.hz_plaintext(cfg.inner_nexthdr(6), Z.FLAG_HEADER_ONLY, inner,
+                                        epoch=po.seq64(seq) >> 32))
     else:
         esp = Z.seal_header_only(po.spi, po.seq64(seq), cfg.esn, ks,
                                  cfg.inner_nexthdr(6), inner)
@@ -362,7 +475,8 @@ def po_packet(cfg, po, seq, flags=0x10, data=b"", key_override=None, options=b""
 
 
 def po_try(cfg, po, seq, expect, **kw):
-    """Inject one PEP-origin packet; expect delivery to b's TCP or a drop."""
+    """Inject one PEP-origin packet; expect delivery to b's TCP or a drop
+    counted by one of the counters `expect` names (separated by |)."""
     before = counters("b")
     rx = Bg("b", "tcp-raw-recv", cfg.inner("b"), 7100, 60)
     agent("m", "raw-send", cfg.outer("b"), po_packet(cfg, po, seq, **kw).hex())
@@ -371,7 +485,8 @@ def po_try(cfg, po, seq, expect, **kw):
     d = delta(before, counters("b"))
     if expect == "delivered":
         return (len(seen) == 1 and d.get("LesInHeaderOnly") == 1, {"seen": seen, "delta": d})
-    return (not seen and d.get(expect, 0) >= 1, {"seen": seen, "delta": d})
+    return (not seen and any(d.get(e, 0) >= 1 for e in expect.split("|")),
+            {"seen": seen, "delta": d})
 
 
 def test_pep_origin():
@@ -387,8 +502,20 @@ def test_pep_origin():
             for name, fl in (("SYN", 0x12), ("FIN", 0x11), ("RST", 0x14), ("PSH", 0x18), ("no ACK", 0x00)):
                 T.run(f"a {name} is dropped and counted", po_try, cfg, po, next(seq), "LesInPolicy", flags=fl)
             T.run("data is dropped and counted", po_try, cfg, po, next(seq), "LesInPolicy", data=b"x" * 20)
+            # Under a wrong key L decodes to noise: auth failed, or malformed
+            # when it points past the packet (docs/protocol.md 3.1).
+            wrong = "LesInAuthFailed|LesInMalformed"
             T.run("a header zone under K2 itself fails authentication", po_try, cfg, po, next(seq),
-                  "LesInAuthFailed", key_override=ab.k2)
+                  wrong, key_override=ab.k2)
+            # Review item 2: what a K2 holder could derive in v1 (HKDF(K2,
+            # SPI || pep_id)), and another PEP's own key, seal nothing b takes.
+            v1_key = B.hkdf_sha256(b"LES v1 pep-origin", ab.k2root,
+                                   po.spi.to_bytes(4, "big") + (7).to_bytes(4, "big"), 36)
+            T.run("a key derived from K2 (v1's PEP-origin key) fails authentication", po_try, cfg,
+                  po, next(seq), wrong, key_override=v1_key)
+            other = Sa(cfg, "a", "b", po.spi, role="pep-origin-out", parent=ab, pep_id=8)
+            T.run("PEP 8's key cannot seal for PEP 7's SA", po_try, cfg, po, next(seq),
+                  wrong, key_override=other.k2)
         except Exception as e:  # noqa: BLE001
             T.ok(False, "set-up", e)
         finally:
@@ -404,9 +531,17 @@ def test_bad_input():
     ab, ba = tunnel_up(cfg, 0x3000)
     src, dst = cfg.inner("a"), cfg.inner("b")
 
-    def sealed(seq, payload=b"x" * 64):
+    def sealed(seq, payload=b"x" * 64, **kw):
         inner = P.ip_packet(src, dst, 17, P.udp_segment(src, dst, 5003, 6003, payload))
-        return Z.seal(ab.spi, seq, False, ab.k2, ab.k1, 4, inner, True)
+        return Z.seal(ab.spi, seq, False, ab.k2, ab.k1, 4, inner, **kw)
+
+    def with_l(p, want):
+        """p with its (encrypted) L changed to want: XOR the difference."""
+        p = bytearray(p)
+        d = Z.peek_len(bytes(p), ab.k2) ^ want
+        p[16] ^= d >> 8
+        p[17] ^= d & 0xFF
+        return bytes(p)
 
     def send(esps):
         pkts = ",".join(P.wrap_esp(cfg.outer("a"), cfg.outer("b"), e).hex() for e in esps)
@@ -423,41 +558,62 @@ def test_bad_input():
             good = good and sa_d.get(sa_field) == len(esps)
         T.ok(good, desc, {"delta": d, "sa": sa_d})
 
+    def delivered(desc, esp, data):
+        rx = Bg("b", "udp-recv", dst, 6003, 1, 10)
+        send([esp])
+        got = rx.result()["received"]
+        T.ok(len(got) == 1 and bytes.fromhex(got[0]["data"]) == data, desc, got)
+
     seq = iter(range(100, 10000))
     p = sealed(next(seq))
     expect("a packet cut to 12 bytes is dropped (malformed)", [p[:12]], "LesInMalformed")
     p = sealed(next(seq))
-    expect("L = 0 is dropped (malformed)", [p[:16] + b"\0\0" + p[18:]], "LesInMalformed")
-    p = sealed(next(seq))
-    expect("L = 1000 is dropped (malformed)", [p[:16] + (1000).to_bytes(2, "big") + p[18:]], "LesInMalformed")
+    expect("L = 1000 is dropped (malformed)", [with_l(p, 1000)], "LesInMalformed")
     p = sealed(next(seq))
     expect("a packet ending inside the header zone is dropped", [p[:40]], "LesInMalformed")
-    p = bytearray(sealed(next(seq)))
-    L = int.from_bytes(p[16:18], "big")
-    p[16:18] = (L + 4).to_bytes(2, "big")
-    expect("a header zone longer than sent fails authentication", [bytes(p)], "LesInAuthFailed", "failed")
+    p = sealed(next(seq))
+    expect("a header zone longer than sent fails authentication", [with_l(p, 4)],
+           "LesInAuthFailed", "failed")
     p = bytearray(sealed(next(seq)))
     p[-1] ^= 1
     expect("a bad ICV1 is dropped and counted", [bytes(p)], "LesInAuthFailed", "failed")
     p = bytearray(sealed(next(seq)))
     p[20] ^= 0x80
     expect("a bad ICV2 (header zone bit flip) is dropped and counted", [bytes(p)], "LesInAuthFailed", "failed")
-    # A K2 holder rewrites the inner TTL and re-seals the header zone.
+    # A K2 holder rewrites the header zone and re-seals it with a valid ICV2.
     s1 = next(seq)
     p = sealed(s1)
-    nh, flags, hdrs = Z.open_headers(p, ab.k2, False)
-    forged_h = bytearray(hdrs)
-    forged_h[8] = 1
-    L = len(hdrs) + 2
-    hz = Z.seal_raw(ab.spi, s1, False, ab.k2, bytes((nh, flags)) + bytes(forged_h))
-    forged = hz + p[18 + L + 16:]
+    hz = Z.open_headers(p, ab.k2)
+    forged = Z.seal_raw(ab.spi, s1, False, ab.k2, Z.hz_plaintext(hz.nexthdr, 0x04, hz.headers),
+                        iv_mask=0)
+    forged = forged[:Z.HZ_OFF + Z.HZ_DESC_LEN + hz.length + Z.ICV_LEN] + \
+        p[Z.HZ_OFF + Z.HZ_DESC_LEN + hz.length + Z.ICV_LEN:]
     expect("a header zone re-sealed by a K2 holder fails ICV1", [forged], "LesInAuthFailed", "failed")
     # Payload zone of packet 2 under the header zone of packet 1.
     s1, s2 = next(seq), next(seq)
     p1, p2 = sealed(s1), sealed(s2)
-    L = int.from_bytes(p1[16:18], "big")
-    moved = p1[:18 + L + 16] + p2[18 + L + 16:]
-    expect("a payload zone moved under another header zone fails ICV1", [moved], "LesInAuthFailed", "failed")
+    cut = Z.HZ_OFF + Z.HZ_DESC_LEN + Z.peek_len(p1, ab.k2) + Z.ICV_LEN
+    expect("a payload zone moved under another header zone fails ICV1", [p1[:cut] + p2[cut:]],
+           "LesInAuthFailed", "failed")
+    # Section 3: padding up to 255 bytes and TFC padding are taken.
+    delivered("255 bytes of padding are accepted", sealed(next(seq), b"pad", extra_pad=255), b"pad")
+    delivered("TFC padding after the inner packet is accepted (tunnel mode)",
+              sealed(next(seq), b"tfc", tfc=os.urandom(40)), b"tfc")
+    # Both ICVs right, content wrong: malformed.
+    inner = P.ip_packet(src, dst, 17, P.udp_segment(src, dst, 5003, 6003, b"y" * 30))
+    s1 = next(seq)
+    bad_pad = Z.seal_raw(ab.spi, s1, False, ab.k2, Z.hz_plaintext(4, 0, b""), ab.k1,
+                         b"\0\0" + inner + b"\x01\x05\x02\x04")
+    expect("padding bytes other than 1, 2, 3... are dropped (malformed)", [bad_pad], "LesInMalformed")
+    s1 = next(seq)
+    carried = Z.seal_raw(ab.spi, s1, False, ab.k2, Z.hz_plaintext(4, 0, inner[:28]), ab.k1,
+                         b"\0\0" + inner[28:] + b"\x00\x04")
+    expect("a header zone carrying UDP headers (not what a sender makes) is malformed",
+           [carried], "LesInMalformed")
+    s1 = next(seq)
+    nh_diff = Z.seal_raw(ab.spi, s1, False, ab.k2, Z.hz_plaintext(4, 0, b""), ab.k1,
+                         b"\0\0" + inner + b"\x00\x29")
+    expect("next headers that disagree are malformed", [nh_diff], "LesInMalformed")
     # Replay: the same valid packet twice.
     p = sealed(next(seq))
     before = counters("b")
@@ -531,6 +687,7 @@ def main():
         ("errors", test_bad_blobs),
         ("roles", test_roles),
         ("modes", test_modes),
+        ("nonces", test_nonces),
         ("pep-origin", test_pep_origin),
         ("bad-input", test_bad_input),
         ("pep", lambda: pep_tests.run(T, OUT, KO)),

@@ -291,23 +291,50 @@ class Config:
 
 
 class Sa:
-    """One direction of an LES (or plain ESP) SA, with its keys."""
+    """One direction of an LES (or plain ESP) SA, with its keys.
 
-    def __init__(self, cfg, src, dst, spi, role="endpoint", k2=None, k1=None,
-                 pep_id=0, reqid=1, plain_key=None):
+    An endpoint SA has deterministic roots (K2, K1, KP); a pep-view SA takes
+    its parent endpoint SA's K2 root, a PEP-origin SA the KO root of
+    `pep_id` derived from the parent's KP (docs/protocol.md 1, 6).  `k2` and
+    `k1` are this SA's zone keys (key || salt), bound to its SPI and
+    direction (2.1): what the codec seals and opens with."""
+
+    KEYLEN = 32
+
+    def __init__(self, cfg, src, dst, spi, role="endpoint", parent=None,
+                 pep_id=0, reqid=1, plain_key=None, r2i=None):
         self.cfg, self.src, self.dst, self.spi = cfg, src, dst, spi
         self.role, self.pep_id, self.reqid = role, pep_id, reqid
-        self.k2 = k2 or key(f"k2-{src}-{dst}-{spi}")
-        self.k1 = k1 or (key(f"k1-{src}-{dst}-{spi}") if role == "endpoint" else None)
-        self.plain_key = plain_key
+        self.plain_key, self.parent = plain_key, parent
+        self.r2i = bool(r2i if r2i is not None else (parent.r2i if parent else src > dst))
+        self.k2root = self.k1root = self.kp = self.ko = None
+        if role == "endpoint":
+            self.k2root = key(f"k2-{src}-{dst}-{spi}")
+            self.k1root = key(f"k1-{src}-{dst}-{spi}")
+            self.kp = key(f"kp-{src}-{dst}-{spi}", 32)
+        elif role == "pep-view":
+            self.k2root = parent.k2root
+        else:
+            self.ko = B.pep_origin_root(parent.kp, pep_id, self.r2i, self.KEYLEN)
+
+    @property
+    def k2(self):
+        """The header zone key of this SA."""
+        return B.zone_key(self.ko or self.k2root, b"H", self.spi, self.r2i)
+
+    @property
+    def k1(self):
+        """The payload zone key of this SA (endpoint SAs only)."""
+        return B.zone_key(self.k1root, b"P", self.spi, self.r2i) if self.k1root else None
 
     def blob(self):
         if self.plain_key:
             return self.plain_key
-        return B.build_blob(self.role, self.k2, self.k1, pep_id=self.pep_id)
+        return B.build_blob(self.role, self.KEYLEN, k2=self.k2root, k1=self.k1root,
+                            kp=self.kp, ko=self.ko, pep_id=self.pep_id, r2i=self.r2i)
 
     def po_key(self):
-        return B.derive_pep_origin(self.k2, self.spi, self.pep_id)
+        return self.k2
 
     def add_cmd(self, extra=""):
         c = self.cfg
@@ -315,7 +342,7 @@ class Sa:
                f"proto esp spi {self.spi:#x} reqid {self.reqid} mode {c.mode} "
                f"aead 'rfc4106(gcm(aes))' 0x{self.blob().hex()} 128 replay-window 4096")
         if c.esn:
-            # Start in the second 2^32 epoch: the IV's high half is exercised.
+            # Start in the second 2^32 epoch: SeqHi is exercised.
             cmd += " flag esn replay-seq-hi 1 replay-oseq-hi 1"
         if c.encap:
             cmd += " encap espinudp 4500 4500 0.0.0.0"
@@ -330,6 +357,13 @@ class Sa:
 
     def seq64(self, seq_lo):
         return ((1 << 32) if self.cfg.esn else 0) | seq_lo
+
+
+def iv_mask_of(sa, esp):
+    """R of the state that sent esp (docs/protocol.md 2.2): IV XOR the
+    packet's 64-bit sequence number."""
+    seq_lo = int.from_bytes(esp[4:8], "big")
+    return int.from_bytes(esp[8:16], "big") ^ sa.seq64(seq_lo)
 
 
 def encap_hold(cfg):

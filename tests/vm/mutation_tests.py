@@ -19,7 +19,7 @@ import random
 import time
 import types
 
-from lesvm import (Bg, Config, P, Sa, Z, agent, counters, delta, sh, tunnel_up, wait_for,
+from lesvm import (B, Bg, Config, P, Sa, Z, agent, counters, delta, sh, tunnel_up, wait_for,
                    xfrm_flush)
 from pep_tests import pep_keys_flush, pep_keys_up, run_parts
 
@@ -27,27 +27,34 @@ PORT = 7300
 CHUNK, PAUSE_MS = 100, 15       # paced so that no receive queue overflows
 PEP_OUTCOMES = ("LesPepOpened", "LesPepNoKey", "LesPepAuthFailed", "LesPepMalformed",
                 "LesPepNotTcp", "LesPepSkipped", "LesPepBacklogFull", "LesPepKeyExpired",
-                "LesPepErrors", "LesPepOuterFragment", "LesPepGso")
+                "LesPepErrors", "LesPepOuterFragment", "LesPepGso", "LesPepReplay")
 
 
 class Base:
     """One valid packet: its zones' plaintexts, and how a K2 holder re-seals
     variants of it."""
 
-    def __init__(self, cfg, sa, seq_lo, keysalt, hz_plain, pz_plain=None):
+    def __init__(self, cfg, sa, seq_lo, keysalt, inner, hz_plain, pz_plain=None):
         self.cfg, self.sa, self.seq64 = cfg, sa, sa.seq64(seq_lo)
+        self.keysalt, self.inner = keysalt, inner
+        # What a K2 holder seals with on this SA: the header zone key of
+        # K2's root for this SPI (on a PEP-origin SA that is not its key).
+        k2root = (sa.parent or sa).k2root
+        self.k2 = B.zone_key(k2root, b"H", sa.spi, sa.r2i)
         self.hz_plain, self.pz_plain = hz_plain, pz_plain
         self.esp = Z.seal_raw(sa.spi, self.seq64, cfg.esn, keysalt, hz_plain,
                               sa.k1 if pz_plain is not None else None, pz_plain)
 
+    def hz_end(self):
+        return Z.HZ_OFF + len(self.hz_plain) + Z.ICV_LEN
+
     def reseal(self, hz_plain, pz=True):
         """hz_plain sealed under K2, followed by this packet's own payload
-        zone and ICV1 or by nothing (pz=False).  A header-only packet is
-        sealed under a key derived from K2: K2 itself is the wrong key (in
-        protocol v1 a K2 holder can derive it, so it is no forgery test)."""
-        esp = Z.seal_raw(self.sa.spi, self.seq64, self.cfg.esn, self.sa.k2, hz_plain)
+        zone and ICV1 or by nothing (pz=False).  K2 is all a K2 holder has:
+        in v2 it derives no PEP-origin key (docs/protocol.md 6)."""
+        esp = Z.seal_raw(self.sa.spi, self.seq64, self.cfg.esn, self.k2, hz_plain)
         if pz and self.pz_plain is not None:
-            esp += self.esp[Z.HZ_OFF + len(self.hz_plain) + Z.ICV_LEN:]
+            esp += self.esp[self.hz_end():]
         return esp
 
 
@@ -58,10 +65,10 @@ def data_base(cfg, sa, seq_lo, i):
                         payload=f"mutation-{i}".encode())
     inner = P.ip_packet(src, dst, 6, seg) if cfg.tunnel else seg
     nh = cfg.inner_nexthdr(6)
-    h = Z.hdr_chain(nh, inner).length
-    pad = Z.pad_len(h, len(inner) - h)
-    return Base(cfg, sa, seq_lo, sa.k2, bytes((nh, 0)) + inner[:h],
-                inner[h:] + bytes(range(1, pad + 1)) + bytes((pad, nh)))
+    plan = Z.hz_plan(nh, inner)
+    return Base(cfg, sa, seq_lo, sa.k2, inner,
+                Z.hz_plaintext(nh, plan.flags, plan.headers, epoch=sa.seq64(seq_lo) >> 32),
+                plan.csum + inner[plan.length:] + plan.moved + bytes((0, nh)))
 
 
 def ack_base(cfg, po, seq_lo, i):
@@ -69,17 +76,17 @@ def ack_base(cfg, po, seq_lo, i):
     src, dst = cfg.inner("a"), cfg.inner("b")
     seg = P.tcp_segment(src, dst, 41001, PORT, seq=7, ack=1000 * i, flags=0x10)
     inner = P.ip_packet(src, dst, 6, seg) if cfg.tunnel else seg
-    return Base(cfg, po, seq_lo, po.po_key(),
-                bytes((cfg.inner_nexthdr(6), Z.FLAG_HEADER_ONLY)) + inner)
+    return Base(cfg, po, seq_lo, po.po_key(), inner,
+                Z.hz_plaintext(cfg.inner_nexthdr(6), Z.FLAG_HEADER_ONLY, inner,
+                               epoch=po.seq64(seq_lo) >> 32))
 
 
 # ---- mutations ---------------------------------------------------------------------
 
 def regions(b):
-    n, L = len(b.esp), len(b.hz_plain)
-    end2 = Z.HZ_OFF + L + Z.ICV_LEN
+    n, end2 = len(b.esp), b.hz_end()
     r = {"SPI": (0, 4), "Seq": (4, 8), "IV": (8, 16), "L": (16, 18),
-         "header zone": (18, 18 + L), "ICV2": (18 + L, end2)}
+         "header zone": (18, end2 - Z.ICV_LEN), "ICV2": (end2 - Z.ICV_LEN, end2)}
     if n > end2:
         r.update({"payload zone": (end2, n - Z.ICV_LEN), "ICV1": (n - Z.ICV_LEN, n)})
     return r
@@ -111,30 +118,35 @@ def m_extend(rng, b, others):
 
 
 def m_length(rng, b, others):
-    L, n = len(b.hz_plain), len(b.esp)
-    v = rng.choice((0, 1, 2, L - 1, L + 1, L - 4, L + 4, n - 18, n - 34, 0xFFFF,
-                    rng.randrange(0, 0x10000)))
-    return b.esp[:16] + (v & 0xFFFF).to_bytes(2, "big") + b.esp[18:]
+    """Another L: the hidden field XORed so that it decodes to v."""
+    L, n = len(b.hz_plain) - Z.HZ_DESC_LEN, len(b.esp)
+    v = rng.choice((0, 1, 2, L - 1, L + 1, L - 4, L + 4, n - 20, n - 36, 512, 513, 0xFFFF,
+                    rng.randrange(0, 0x10000))) & 0xFFFF
+    if v == L:
+        v ^= 1
+    d = L ^ v
+    return b.esp[:16] + bytes((b.esp[16] ^ (d >> 8), b.esp[17] ^ (d & 0xFF))) + b.esp[18:]
 
 
 def m_flags(rng, b, others):
     """A K2 holder re-seals the header zone with other flags."""
-    f = rng.choice((Z.FLAG_HEADER_ONLY, 0x02, 0x80, 0xFF, 0x00)) ^ b.hz_plain[1]
-    return b.reseal(b.hz_plain[:1] + bytes((f & 0xFF or 0x40,)) + b.hz_plain[2:])
+    f = rng.choice((Z.FLAG_HEADER_ONLY, Z.FLAG_OPTIONS_MOVED, Z.FLAG_URGENT_MOVED, 0x80,
+                    0xFF, 0x00)) ^ b.hz_plain[3]
+    return b.reseal(b.hz_plain[:3] + bytes((f & 0xFF or 0x40,)) + b.hz_plain[4:])
 
 
 def m_nexthdr(rng, b, others):
     nh = rng.choice((0, 4, 6, 17, 41, 50, 59, 255))
-    if nh == b.hz_plain[0]:
+    if nh == b.hz_plain[2]:
         nh ^= 1
-    return b.reseal(bytes((nh,)) + b.hz_plain[1:])
+    return b.reseal(b.hz_plain[:2] + bytes((nh,)) + b.hz_plain[3:])
 
 
 def m_headers(rng, b, others):
     """A K2 holder changes one header byte (an address, a port, seq, ack,
     window, a flag) and re-seals the zone."""
     hz = bytearray(b.hz_plain)
-    hz[rng.randrange(2, len(hz))] ^= rng.randint(1, 255)
+    hz[rng.randrange(Z.HZ_DESC_LEN, len(hz))] ^= rng.randint(1, 255)
     return b.reseal(bytes(hz))
 
 
@@ -143,15 +155,13 @@ def m_header_only(rng, b, others):
     or, on a header-only packet, appends data after ICV2."""
     if b.pz_plain is None:
         return b.esp + rng.randbytes(rng.randint(4, 40))
-    return b.reseal(b.hz_plain[:1] + bytes((Z.FLAG_HEADER_ONLY,)) + b.hz_plain[2:], pz=False)
+    return b.reseal(b.hz_plain[:3] + bytes((Z.FLAG_HEADER_ONLY,)) + b.hz_plain[4:], pz=False)
 
 
 def m_join(rng, b, others):
     """The header zone of this packet with what follows ICV2 in another."""
     o = rng.choice(others)
-    cut_b = Z.HZ_OFF + len(b.hz_plain) + Z.ICV_LEN
-    cut_o = Z.HZ_OFF + len(o.hz_plain) + Z.ICV_LEN
-    return b.esp[:cut_b] + o.esp[cut_o:]
+    return b.esp[:b.hz_end()] + o.esp[o.hz_end():]
 
 
 def m_seq(rng, b, others):
@@ -235,7 +245,7 @@ def campaign(T, t, cfg, bases, per_base, sender, rng, pep=False):
 
 
 def expected_segment(cfg, b):
-    inner = b.hz_plain[2:] + (b.pz_plain[:-(b.pz_plain[-2] + 2)] if b.pz_plain else b"")
+    inner = b.inner
     seg = P.parse_ip(inner).payload if cfg.tunnel else inner
     doff = (seg[12] >> 4) * 4
     return (int.from_bytes(seg[4:8], "big"), int.from_bytes(seg[8:12], "big"), seg[13],
@@ -289,7 +299,7 @@ def at_endpoint(T, t, n_bases=200, per_base=50):
     T.prefix += f"seed {s}: "
     cfg = Config("tunnel", 4, 4, esn=True)
     ab, _ = tunnel_up(cfg, 0x7800)
-    po = Sa(cfg, "a", "b", 0x7880, role="pep-origin-in", k2=ab.k2, pep_id=3)
+    po = Sa(cfg, "a", "b", 0x7880, role="pep-origin-in", parent=ab, pep_id=3)
     sh(po.add_cmd(), ns="b")
     bases = [data_base(cfg, ab, i, i) if i % 2 else ack_base(cfg, po, i, i)
              for i in range(1, n_bases + 1)]

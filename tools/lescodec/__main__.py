@@ -1,24 +1,29 @@
-"""lescodec command line.  Keys are hex; a zone key is the AES key followed
-by its 4-byte salt (K2||salt2, K1||salt1), as in the key blob.
+"""lescodec command line (wire format version 2).  Everything is hex.
 
-  open-pcap FILE --k2 HEX [--k1 HEX] [--esn] [--spi SPI]... [--pep-id N]
+Keys come either as LES key blobs (--blob, as given to `ip xfrm state add`:
+the zone keys then follow from the packet's SPI, section 2.1) or as
+already-derived zone keys (--hz, --pz: AES key || 4-byte salt).
+
+  open-pcap FILE (--blob HEX... | --hz HEX [--pz HEX]) [--esn] [--spi SPI]...
         One JSON object per ESP packet (proto 50 or UDP 4500) in FILE.
-        With --k1 the packet is fully opened (ICV1, ICV2, trailer) and
-        "inner" is the inner packet; with only --k2 the header zone is
-        opened (a PEP's view).  --pep-id N: packets whose header zone does
-        not open under K2 are tried as header-only packets under the
-        PEP-origin key derived for their SPI.
+        An endpoint blob (or --pz) opens the packet fully ("inner" is the
+        restored inner packet); a pep-view blob (or --hz alone) opens the
+        header zone only (a PEP's view); a pep-origin blob opens header-only
+        packets (section 5 rules with --tunnel / --transport).  With several
+        --blob each is tried in turn until one authenticates.
   open HEX  ... the same for one packet given as hex (ESP, or IP with --ip).
-  seal --spi SPI --seq N --k2 HEX --k1 HEX --inner HEX [--transport]
+  seal --spi SPI --seq N (--blob HEX | --hz HEX --pz HEX) --inner HEX
+        [--transport] [--iv-mask R] [--header-only]
         Print the sealed ESP packet as hex, or the IP packet with --src and
         --dst (--udp: in UDP 4500), or write it to a pcap with --pcap
-        (--append adds to an existing one).
-        --header-only (with --po HEX or --pep-id N) seals a header-only
-        packet with a PEP-origin key.
-  blob --role ROLE --k2 HEX [--k1 HEX] [--pep-id N]   print a key blob
-  blob --parse HEX                                     describe a key blob
-  derive --k2 HEX --spi SPI --pep-id N                 print K_po||salt_po
-  chain --nexthdr N HEX                                header-chain walk
+        (--append adds to an existing one).  A pep-origin-out blob (or
+        --header-only with --hz) seals a header-only packet.
+  blob --role ROLE [--keylen N] [--k2 HEX] [--k1 HEX] [--kp HEX] [--ko HEX]
+       [--pep-id N] [--r2i]                            print a key blob
+  blob --parse HEX [--spi SPI]          describe a blob (and its zone keys)
+  derive --blob HEX [--pep-id N]...     pep-view and PEP-origin blobs of an
+                                        endpoint blob (section 6)
+  chain --nexthdr N HEX                 what enters the header zone (section 4)
 
 Exit status: 0 ok, 1 an authentication, format or policy failure (for
 open-pcap: any packet), 2 usage error.
@@ -61,51 +66,76 @@ def _keysalt(b: bytes | None, what: str) -> bytes | None:
     return b
 
 
+def _blobs(a) -> list[blobmod.Blob]:
+    out = []
+    for raw in a.blob or ():
+        try:
+            out.append(blobmod.parse_blob(raw))
+        except blobmod.BlobError as e:
+            raise UsageError(f"--blob: {e}") from None
+    return out
+
+
 # ---- open ---------------------------------------------------------------
 
+def _open_with(esp: bytes, a, hz: bytes, pz: bytes | None,
+               header_only: bool) -> dict:
+    if header_only:
+        inner = zone.open_header_only(esp, hz, a.esn, a.tunnel, a.seq_hi)
+        h = zone.open_headers(esp, hz)
+        return {"L": len(inner), "auth": "ok", "view": "header-only",
+                "nexthdr": h.nexthdr, "epoch": h.epoch,
+                "flags": zone.FLAG_HEADER_ONLY, "headers": inner.hex(),
+                "inner": inner.hex()}
+    if pz is not None:
+        o = zone.open_full(esp, hz, pz, a.esn, a.seq_hi)
+        h = zone.open_headers(esp, hz)
+        return {"L": h.length, "auth": "ok", "view": "full",
+                "nexthdr": o.nexthdr, "flags": o.flags, "pad": o.pad,
+                "epoch": h.epoch,
+                "headers": h.headers.hex(), "inner": o.inner.hex(),
+                "dummy": o.dummy}
+    h = zone.open_headers(esp, hz)
+    return {"L": h.length, "auth": "ok", "view": "headers",
+            "nexthdr": h.nexthdr, "flags": h.flags, "epoch": h.epoch,
+            "headers": h.headers.hex(), "payload_len": h.payload_len}
+
+
+def _attempts(esp: bytes, a):
+    """(hz key, pz key, header-only?) to try, in order."""
+    spi = int.from_bytes(esp[:4], "big")
+    if a.hz is not None:
+        yield a.hz, a.pz, a.header_only
+    for b in _blobs(a):
+        yield (b.header_key(spi), b.payload_key(spi),
+               b.role in blobmod.PEP_ORIGIN_ROLES)
+
+
 def _open_one(esp: bytes, a) -> dict:
-    rec: dict = {}
-    try:
-        lay = zone.parse_layout(esp)
-    except FormatError as e:
-        rec.update(spi=f"0x{int.from_bytes(esp[:4], 'big'):08x}",
-                   seq=int.from_bytes(esp[4:8], "big"), len=len(esp),
-                   error="format", reason=str(e))
-        return rec
-    rec.update(spi=f"0x{lay.spi:08x}", seq=lay.seq_lo, iv_seq=lay.iv_seq,
-               L=lay.L, len=len(esp))
-    strict = not a.lax
-    try:
+    rec: dict = {"spi": f"0x{int.from_bytes(esp[:4], 'big'):08x}",
+                 "seq": int.from_bytes(esp[4:8], "big"), "len": len(esp)}
+    if len(esp) >= 16:
+        rec["iv"] = esp[8:16].hex()
+    last: Exception | None = None
+    for hz, pz, ho in _attempts(esp, a):
         try:
-            if a.k1 is not None:
-                nh, inner = zone.open_full(esp, a.k2, a.k1, a.esn, a.seq_hi,
-                                           strict)
-                h = zone.hdr_chain(nh, inner).length
-                rec.update(auth="ok", view="full", nexthdr=nh, flags=0,
-                           headers=inner[:h].hex(), inner=inner.hex())
-            else:
-                nh, flags, hdrs = zone.open_headers(esp, a.k2, a.esn, a.seq_hi,
-                                                    strict)
-                rec.update(auth="ok", view="headers", nexthdr=nh, flags=flags,
-                           headers=hdrs.hex())
+            rec.update(_open_with(esp, a, hz, pz, ho))
+            return rec
         except AuthError as e:
-            if a.pep_id is None or (a.k1 is not None and e.zone == "payload"
-                                    and lay.rest):
-                raise
-            po = blobmod.derive_pep_origin(a.k2, lay.spi, a.pep_id)
-            nh, hdrs = zone.open_header_only(esp, po, a.esn, a.seq_hi,
-                                             a.tunnel, strict)
-            rec.update(auth="ok", view="header-only", nexthdr=nh,
-                       flags=zone.FLAG_HEADER_ONLY, headers=hdrs.hex(),
-                       inner=hdrs.hex())
-    except AuthError as e:
-        rec.update(auth="fail", zone=e.zone, reason=str(e))
-    except PolicyError as e:
-        rec.update(auth="ok", error="policy", reason=str(e))
-        if e.verdict is not None:
-            rec["verdict"] = e.verdict.name
-    except FormatError as e:
-        rec.update(error="format", reason=str(e))
+            last = e
+        except PolicyError as e:
+            rec.update(auth="ok", error="policy", reason=str(e))
+            if e.verdict is not None:
+                rec["verdict"] = e.verdict.name
+            return rec
+        except FormatError as e:
+            last = e
+    if isinstance(last, AuthError):
+        rec.update(auth="fail", zone=last.zone, reason=str(last))
+    elif last is not None:
+        rec.update(error="format", reason=str(last))
+    else:
+        rec.update(error="format", reason="no key to try")
     return rec
 
 
@@ -157,17 +187,26 @@ def cmd_seal(a) -> int:
             nh = 4 if inner[0] >> 4 == 4 else 41
         else:
             raise UsageError("--nexthdr needed: inner is not IPv4/IPv6")
-    if a.header_only:
-        po = a.po
-        if po is None:
-            if a.pep_id is None or a.k2 is None:
-                raise UsageError("--header-only needs --po, or --k2 and --pep-id")
-            po = blobmod.derive_pep_origin(a.k2, a.spi, a.pep_id)
-        esp = zone.seal_header_only(a.spi, a.seq, a.esn, po, nh, inner)
+    hz, pz, header_only = a.hz, a.pz, a.header_only
+    blobs = _blobs(a)
+    if blobs:
+        if len(blobs) > 1 or hz is not None:
+            raise UsageError("seal takes one --blob, or --hz/--pz")
+        b = blobs[0]
+        if b.role == blobmod.Role.PEP_VIEW or b.role == blobmod.Role.PEP_ORIGIN_IN:
+            raise UsageError(f"a {b.role.label} blob cannot seal")
+        hz, pz = b.header_key(a.spi), b.payload_key(a.spi)
+        header_only = b.role == blobmod.Role.PEP_ORIGIN_OUT
+    if hz is None:
+        raise UsageError("seal needs --blob, or --hz (and --pz)")
+    if header_only:
+        esp = zone.seal_header_only(a.spi, a.seq, a.esn, hz, nh, inner,
+                                    iv_mask=a.iv_mask)
     else:
-        if a.k2 is None or a.k1 is None:
-            raise UsageError("seal needs --k2 and --k1")
-        esp = zone.seal(a.spi, a.seq, a.esn, a.k2, a.k1, nh, inner, tunnel)
+        if pz is None:
+            raise UsageError("a data packet needs a payload zone key")
+        esp = zone.seal(a.spi, a.seq, a.esn, hz, pz, nh, inner,
+                        iv_mask=a.iv_mask)
     out = esp
     if a.src or a.dst or a.pcap:
         if not (a.src and a.dst):
@@ -187,42 +226,77 @@ def cmd_seal(a) -> int:
 
 # ---- blob / derive / chain ----------------------------------------------
 
+def _describe(b: blobmod.Blob, raw: bytes, spi: int | None) -> dict:
+    d = {"role": b.role.label, "keylen": b.keylen, "r2i": b.r2i,
+         "pep_id": b.pep_id}
+    for k in ("k2", "k1", "kp", "ko"):
+        v = getattr(b, k)
+        d[k] = v.hex() if v is not None else None
+    d["is_les"] = blobmod.is_les_blob(raw)
+    if spi is not None:
+        d["spi"] = f"0x{spi:08x}"
+        d["hz_key"] = b.header_key(spi).hex()
+        pk = b.payload_key(spi)
+        d["pz_key"] = pk.hex() if pk is not None else None
+    return d
+
+
 def cmd_blob(a) -> int:
     if a.parse is not None:
         try:
             b = blobmod.parse_blob(a.parse)
         except blobmod.BlobError as e:
             print(json.dumps({"error": type(e).__name__, "field": e.field,
-                              "reason": str(e)}))
+                              "reason": str(e),
+                              "is_les": blobmod.is_les_blob(a.parse)}))
             return 1
-        print(json.dumps({"role": b.role.label, "keylen": b.keylen,
-                          "pep_id": b.pep_id, "k2": b.k2salt.hex(),
-                          "k1": b.k1salt.hex() if b.k1salt else None,
-                          "is_les": blobmod.is_les_blob(a.parse)}))
+        print(json.dumps(_describe(b, a.parse, a.spi)))
         return 0
-    if a.role is None or a.k2 is None:
-        raise UsageError("blob needs --role and --k2 (or --parse)")
+    if a.role is None:
+        raise UsageError("blob needs --role (or --parse)")
     try:
         role = blobmod.Role.parse(a.role)
     except ValueError as e:
         raise UsageError(str(e)) from None
+    keylen = a.keylen
+    if keylen is None:
+        root = a.k2 if a.k2 is not None else a.ko
+        if root is None:
+            raise UsageError("--keylen needed")
+        keylen = len(root) - 4
     try:
-        print(blobmod.build_blob(role, a.k2, a.k1, a.pep_id or 0).hex())
+        print(blobmod.build_blob(role, keylen, k2=a.k2, k1=a.k1, kp=a.kp,
+                                 ko=a.ko, pep_id=a.pep_id or 0,
+                                 r2i=a.r2i).hex())
     except blobmod.BlobError as e:
         raise UsageError(str(e)) from None
     return 0
 
 
 def cmd_derive(a) -> int:
-    print(blobmod.derive_pep_origin(a.k2, a.spi, a.pep_id).hex())
+    if not a.blob or len(a.blob) != 1:
+        raise UsageError("derive needs one --blob (an endpoint blob)")
+    try:
+        d = blobmod.derive_blobs(a.blob[0], a.pep_id or ())
+    except blobmod.BlobError as e:
+        raise UsageError(f"--blob: {e}") from None
+    except ValueError as e:
+        raise UsageError(str(e)) from None
+    out = {"pep-view": d["pep-view"].hex(), "pep-origin": {}}
+    for pid, ko in d["pep-origin"].items():
+        out["pep-origin"][str(pid)] = {
+            "ko": ko.hex(),
+            "in": blobmod.pep_origin_blob(a.blob[0], pid, "pep-origin-in").hex(),
+            "out": blobmod.pep_origin_blob(a.blob[0], pid, "pep-origin-out").hex()}
+    print(json.dumps(out))
     return 0
 
 
 def cmd_chain(a) -> int:
-    c = zone.hdr_chain(a.nexthdr, a.data)
-    print(json.dumps({"length": c.length, "l4_off": c.l4_off,
-                      "l4_proto": c.l4_proto, "fragment": c.fragment,
-                      "headers": a.data[:c.length].hex()}))
+    p = zone.hz_plan(a.nexthdr, a.data)
+    print(json.dumps({"L": p.length, "flags": p.flags, "tcp_off": p.tcp_off,
+                      "headers": p.headers.hex(), "csum": p.csum.hex(),
+                      "moved": p.moved.hex()}))
     return 0
 
 
@@ -234,28 +308,28 @@ def _parser() -> argparse.ArgumentParser:
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="cmd", required=True, metavar="COMMAND")
 
-    def keys(sp, k1=True):
-        sp.add_argument("--k2", type=_hex, help="K2||salt2 (hex)")
-        if k1:
-            sp.add_argument("--k1", type=_hex, help="K1||salt1 (hex)")
+    def keys(sp):
+        sp.add_argument("--blob", type=_hex, action="append",
+                        help="LES key blob (hex); repeatable when opening")
+        sp.add_argument("--hz", type=_hex, help="header-zone key||salt (hex)")
+        sp.add_argument("--pz", type=_hex, help="payload-zone key||salt (hex)")
         sp.add_argument("--esn", action="store_true",
                         help="extended sequence numbers")
 
     def opener(sp):
         keys(sp)
-        sp.add_argument("--seq-hi", type=_int, default=None,
-                        help="high 32 bits of the sequence number for the "
-                             "AAD (ESN); default: from the IV")
-        sp.add_argument("--pep-id", type=_int, help="also try header-only "
-                        "packets under the PEP-origin key of this PEP")
+        sp.add_argument("--seq-hi", type=_int, default=0,
+                        help="high 32 bits of the sequence number (ESN): "
+                             "in the payload zone's AAD, and the epoch must "
+                             "be its low 16 bits; default 0")
+        sp.add_argument("--header-only", action="store_true",
+                        help="--hz is a PEP-origin SA's key")
         m = sp.add_mutually_exclusive_group()
         m.add_argument("--tunnel", dest="tunnel", action="store_const",
-                       const=True, default=None, help="apply section 4 "
+                       const=True, default=None, help="apply section 5 "
                        "rules to header-only packets as a tunnel-mode SA")
         m.add_argument("--transport", dest="tunnel", action="store_const",
                        const=False, help="... as a transport-mode SA")
-        sp.add_argument("--lax", action="store_true", help="do not insist "
-                        "on IV == sequence number and minimal padding")
 
     sp = sub.add_parser("open-pcap", help="open every ESP packet of a pcap")
     sp.add_argument("file")
@@ -276,15 +350,15 @@ def _parser() -> argparse.ArgumentParser:
     sp.add_argument("--spi", type=_int, required=True)
     sp.add_argument("--seq", type=_int, required=True,
                     help="64-bit sequence number (ESN) or 32-bit")
+    sp.add_argument("--iv-mask", type=_int, default=0,
+                    help="R: the IV is seq XOR R (default 0)")
     sp.add_argument("--inner", type=_hex, required=True,
                     help="inner IP packet (tunnel) or transport packet")
     sp.add_argument("--nexthdr", type=_int, help="default: 4/41 from the "
                     "inner packet (tunnel), 6 (transport)")
     sp.add_argument("--transport", action="store_true")
-    sp.add_argument("--header-only", action="store_true")
-    sp.add_argument("--po", type=_hex, help="PEP-origin K||salt (hex)")
-    sp.add_argument("--pep-id", type=_int,
-                    help="derive the PEP-origin key from --k2 and --spi")
+    sp.add_argument("--header-only", action="store_true",
+                    help="with --hz: seal a header-only packet")
     sp.add_argument("--src", help="outer source address")
     sp.add_argument("--dst", help="outer destination address")
     sp.add_argument("--udp", action="store_true", help="UDP 4500 encapsulation")
@@ -298,19 +372,29 @@ def _parser() -> argparse.ArgumentParser:
     sp = sub.add_parser("blob", help="build or parse a key blob")
     sp.add_argument("--role", help="endpoint, pep-view, pep-origin-in, "
                     "pep-origin-out")
-    sp.add_argument("--k2", type=_hex)
-    sp.add_argument("--k1", type=_hex)
+    sp.add_argument("--keylen", type=_int, help="default: from --k2/--ko")
+    sp.add_argument("--k2", type=_hex, help="K2 root (key||salt)")
+    sp.add_argument("--k1", type=_hex, help="K1 root (key||salt)")
+    sp.add_argument("--kp", type=_hex, help="KP (32 bytes)")
+    sp.add_argument("--ko", type=_hex, help="KO root (key||salt)")
     sp.add_argument("--pep-id", type=_int)
+    sp.add_argument("--r2i", action="store_true",
+                    help="responder-to-initiator direction")
     sp.add_argument("--parse", type=_hex, metavar="HEX")
+    sp.add_argument("--spi", type=_int, help="with --parse: also print the "
+                    "zone keys of an SA with this SPI")
     sp.set_defaults(func=cmd_blob)
 
-    sp = sub.add_parser("derive", help="PEP-origin key (section 5)")
-    sp.add_argument("--k2", type=_hex, required=True)
-    sp.add_argument("--spi", type=_int, required=True)
-    sp.add_argument("--pep-id", type=_int, required=True)
+    sp = sub.add_parser("derive", help="pep-view and PEP-origin blobs "
+                        "(section 6)")
+    sp.add_argument("--blob", type=_hex, action="append", required=True,
+                    help="the endpoint blob (hex)")
+    sp.add_argument("--pep-id", type=_int, action="append",
+                    help="a PEP's pep_id (repeatable)")
     sp.set_defaults(func=cmd_derive)
 
-    sp = sub.add_parser("chain", help="header-chain walk (section 3)")
+    sp = sub.add_parser("chain", help="what enters the header zone "
+                        "(section 4)")
     sp.add_argument("--nexthdr", type=_int, required=True)
     sp.add_argument("data", type=_hex)
     sp.set_defaults(func=cmd_chain)
@@ -321,11 +405,11 @@ def main(argv=None) -> int:
     p = _parser()
     a = p.parse_args(argv)
     try:
-        for k in ("k2", "k1", "po"):
+        for k in ("hz", "pz"):
             if getattr(a, k, None) is not None:
                 _keysalt(getattr(a, k), "--" + k)
-        if a.cmd in ("open-pcap", "open") and a.k2 is None:
-            raise UsageError("--k2 is required")
+        if a.cmd in ("open-pcap", "open") and a.hz is None and not a.blob:
+            raise UsageError("--blob or --hz is required")
         return a.func(a)
     except UsageError as e:
         p.error(str(e))   # exits 2
@@ -335,6 +419,7 @@ def main(argv=None) -> int:
     except (ValueError, OverflowError, OSError) as e:   # bad arguments: 2
         print(f"lescodec: {e}", file=sys.stderr)
         return 2
+
 
 if __name__ == "__main__":
     sys.exit(main())
