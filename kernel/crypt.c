@@ -5,7 +5,7 @@
  * Each zone is one gcm(aes) operation over a scatterlist of the packet
  * (docs/protocol.md 3.1):
  *
- *   header zone:  AAD = SPI || SeqLo || IV             text = 4 + L bytes
+ *   header zone:  AAD = SPI || SeqLo || IV             text = 6 + L bytes
  *   payload zone: AAD = prefix || IV || HZ || ICV2      text = the rest
  *
  * The header zone's AAD is always the 16 bytes in front of it.  The payload

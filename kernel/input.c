@@ -71,8 +71,8 @@ static void les_input_encap(struct xfrm_state *x, struct sk_buff *skb,
 }
 
 /* Padding (any length up to 255, valued 1, 2, 3...) before @end. */
-static bool les_input_pad_ok(struct sk_buff *skb, unsigned int end,
-			     unsigned int padlen)
+static noinline bool les_input_pad_ok(struct sk_buff *skb, unsigned int end,
+				      unsigned int padlen)
 {
 	unsigned int done = 0, i, n;
 	u8 buf[64];

@@ -87,7 +87,7 @@ struct les_crypt {
 	unsigned int prefix_len;	/* payload zone AAD: 8, or 12 with ESN */
 	bool prefix_in_skb;		/* no ESN: the prefix is the ESP header */
 	unsigned int zone_off;		/* skb offset of the IV */
-	unsigned int hz_len;		/* header zone plaintext: 4 + L */
+	unsigned int hz_len;		/* header zone plaintext: 6 + L */
 	unsigned int pz_len;		/* payload zone plaintext bytes */
 	int nfrags;
 	u8 prefix[LES_AAD_PREFIX_MAX];	/* SPI || [seq hi] || seq lo */

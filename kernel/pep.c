@@ -91,7 +91,7 @@ struct les_pep_op {
 	struct les_sa *sa;		/* x's, alive while x is held */
 	ktime_t seen;			/* when the packet went through */
 	struct les_pep_outer outer;
-	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 4 + L */
+	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 6 + L */
 	u8 nonce[LES_NONCE_LEN];
 	u8 buf[];			/* SPI | SeqLo | IV | header zone | ICV2 */
 };

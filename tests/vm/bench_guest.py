@@ -127,9 +127,11 @@ def main():
           f"counts only if it opened every one).")
     print(f"\nBytes on the wire for UDP payloads of 1, 100, 500, 1000, 1300 bytes: "
           f"ESP {esp_sizes}, LES {les_sizes}; LES adds {sorted(set(over))} bytes a packet.")
-    ok = les_m / esp_m >= 0.95 and set(over) == {20} and on_m / off_m >= 0.9 and not unread
+    # docs/protocol.md 3.2: 58 bytes on the inner packet, ESP's 34 to 37.
+    ok = (les_m / esp_m >= 0.95 and over and all(21 <= o <= 24 for o in over) and
+          on_m / off_m >= 0.9 and not unread)
     print(f"\nbench: ratio {les_m / esp_m:.3f} (target >= 0.95), overhead {sorted(set(over))} "
-          f"(target <= 20), PEP hook on/off {on_m / off_m:.3f} (target >= 0.9, {unread} unread): "
+          f"(target <= 24), PEP hook on/off {on_m / off_m:.3f} (target >= 0.9, {unread} unread): "
           f"{'met' if ok else 'NOT met'}")
     return 0
 

@@ -239,7 +239,7 @@ def tcp_raw_recv(addr, port, seconds):
             got.append({"flags": data[13], "window": int.from_bytes(data[14:16], "big"),
                         "len": len(data), "seq": int.from_bytes(data[4:8], "big"),
                         "ack": int.from_bytes(data[8:12], "big"),
-                        "data": data[(data[12] >> 4) * 4:].hex()})
+                        "data": data[(data[12] >> 4) * 4:].hex(), "segment": data.hex()})
     print(json.dumps({"segments": got}), flush=True)
 
 
