@@ -12,17 +12,19 @@
  *
  * Every access holds the table lock: each packet that gets here has just
  * been through an AES-GCM operation, next to which the lock costs little.
+ * It is taken in process context only (the opener, the GC, netlink): dumps
+ * hold it around rhashtable's walker lock, which rhashtable's own worker
+ * takes with softirqs on.  So flows are freed at once, with no RCU grace period: nothing reads the
+ * table without the lock.  The hash table grows and shrinks with the number
+ * of flows (rhashtable: resizing runs in its own worker, a bucket at a time).
  */
-#include <linux/jhash.h>
-#include <linux/random.h>
+#include <linux/rhashtable.h>
 #include <linux/slab.h>
-#include <linux/vmalloc.h>
 #include <net/tcp.h>
 
 #include "les.h"
 #include "pep.h"
 
-#define LES_FLOW_BUCKET_BITS	12
 #define LES_FLOW_EVICT_SCAN	16	/* oldest flows a new one may replace */
 #define LES_FLOW_GC_BUDGET	4096	/* flows a GC run may free */
 #define LES_FLOW_FLUSH_BATCH	256	/* flows freed per hold of the lock */
@@ -49,11 +51,14 @@ static unsigned int les_flow_max(const struct les_flow_table *t)
 			     READ_ONCE(les_pep_net(&init_net)->flows.max_flows));
 }
 
-static u32 les_flow_hash(const struct les_flow_table *t,
-			 const struct les_flow_key *key)
-{
-	return jhash(key, sizeof(*key), t->seed) >> (32 - t->bucket_bits);
-}
+/* Hashed with a random seed per table (rhashtable's hash_rnd). */
+static const struct rhashtable_params les_flow_params = {
+	.head_offset		= offsetof(struct les_flow, node),
+	.key_offset		= offsetof(struct les_flow, key),
+	.key_len		= sizeof(struct les_flow_key),
+	.max_size		= LES_PEP_MAX_FLOWS_LIMIT,
+	.automatic_shrinking	= true,
+};
 
 /* Returns the index in key->end of the packet's sender. */
 static unsigned int les_flow_key_make(struct les_flow_key *key,
@@ -77,20 +82,9 @@ static unsigned int les_flow_key_make(struct les_flow_key *key,
 	return swap;
 }
 
-static struct les_flow *les_flow_find(struct les_flow_table *t,
-				      const struct les_flow_key *key, u32 hash)
-{
-	struct les_flow *f;
-
-	hlist_for_each_entry(f, &t->buckets[hash], hnode)
-		if (!memcmp(&f->key, key, sizeof(*key)))
-			return f;
-	return NULL;
-}
-
 static void les_flow_free(struct les_flow_table *t, struct les_flow *f)
 {
-	hlist_del(&f->hnode);
+	rhashtable_remove_fast(&t->ht, &f->node, les_flow_params);
 	list_del(&f->lru);
 	t->count--;
 	t->gen++;
@@ -123,11 +117,10 @@ static bool les_flow_evict_one(struct les_flow_table *t, unsigned long now)
 
 static struct les_flow *les_flow_create(struct les_flow_table *t,
 					const struct les_flow_key *key,
-					u32 hash, unsigned long now)
+					unsigned long now)
 {
-	struct les_flow *f;
-
 	unsigned int max = les_flow_max(t);
+	struct les_flow *f;
 
 	if (!max)
 		return NULL;
@@ -143,7 +136,12 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	f->key = *key;
 	f->created = now;
 	f->state = LES_FLOW_ESTABLISHED;
-	hlist_add_head(&f->hnode, &t->buckets[hash]);
+	/* Fails when a resize it needs cannot get memory, or at max_size. */
+	if (rhashtable_insert_fast(&t->ht, &f->node, les_flow_params)) {
+		kmem_cache_free(les_flow_cache, f);
+		les_stat_inc(t->net, LES_STAT_PEP_ERRORS);
+		return NULL;
+	}
 	list_add_tail(&f->lru, &t->lru);
 	t->gen++;
 	if (!t->count++)
@@ -237,12 +235,10 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
 	unsigned int from;
 	struct les_flow *f;
 	u8 flags = pkt->tcp.flags;
-	u32 hash;
 
 	from = les_flow_key_make(&key, pkt);
 	spin_lock_bh(&t->lock);
-	hash = les_flow_hash(t, &key);
-	f = les_flow_find(t, &key, hash);
+	f = rhashtable_lookup_fast(&t->ht, &key, les_flow_params);
 	if (f && f->state == LES_FLOW_CLOSED &&
 	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN) {
 		/* A new connection on the tuple of a closed one. */
@@ -254,7 +250,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
 		/* A RST opens nothing: it would only take a table slot. */
 		if (flags & LES_TCP_RST)
 			goto out;
-		f = les_flow_create(t, &key, hash, now);
+		f = les_flow_create(t, &key, now);
 		if (!f)
 			goto out;
 		f->initiator = from;
@@ -335,50 +331,60 @@ unsigned int les_flow_count(struct les_flow_table *t)
 	return n;
 }
 
+void les_flow_walk_enter(struct les_flow_table *t, struct rhashtable_iter *iter)
+{
+	rhashtable_walk_enter(&t->ht, iter);
+}
+
 /*
  * A dump takes several calls, and flows come and go between them: the
- * position (bucket, entry) may then repeat or skip a flow.  *@gen tells the
- * caller which table it read, so that netlink can flag a dump that spans
- * two (NLM_F_DUMP_INTR) and lesctl can ask again.
+ * walker's position may then repeat or skip a flow.  *@gen tells the caller
+ * which table it read, so that netlink can flag a dump that spans two
+ * (NLM_F_DUMP_INTR) and lesctl can ask again.  A resize under the walker
+ * (-EAGAIN: it starts over from the first bucket) counts as a change too:
+ * *@restarts, this dump's own, keeps it from flagging other dumps.
  */
 int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
-		  unsigned long *bucket, unsigned long *skip, unsigned int *gen,
+		  struct rhashtable_iter *iter, unsigned long *restarts,
+		  unsigned int *gen,
 		  int (*fill)(struct sk_buff *skb, const struct les_flow *f,
 			      void *arg),
 		  void *arg)
 {
-	unsigned long nbuckets = 1UL << t->bucket_bits;
 	struct les_flow *f;
 
 	spin_lock_bh(&t->lock);
-	*gen = t->gen ?: 1;
-	for (; *bucket < nbuckets; (*bucket)++, *skip = 0) {
-		unsigned long i = 0;
-
-		hlist_for_each_entry(f, &t->buckets[*bucket], hnode) {
-			if (i++ < *skip)
-				continue;
-			if (fill(skb, f, arg))
-				goto full;
-			*skip = i;
+	if (rhashtable_walk_start_check(iter) == -EAGAIN)
+		(*restarts)++;
+	/* The flow that did not fit last time, if it is still there. */
+	for (f = rhashtable_walk_peek(iter); f; f = rhashtable_walk_next(iter)) {
+		if (IS_ERR(f)) {
+			if (PTR_ERR(f) != -EAGAIN)
+				break;
+			(*restarts)++;
+			continue;
 		}
+		/* Both only grow: a change in either changes the sum. */
+		*gen = (t->gen + *restarts) ?: 1;
+		if (fill(skb, f, arg))
+			break;
 	}
-full:
+	*gen = (t->gen + *restarts) ?: 1;
+	rhashtable_walk_stop(iter);
 	spin_unlock_bh(&t->lock);
 	return skb->len;
 }
 
 int les_flow_table_init(struct les_flow_table *t, struct net *net)
 {
+	int err;
+
 	spin_lock_init(&t->lock);
 	INIT_LIST_HEAD(&t->lru);
 	INIT_DELAYED_WORK(&t->gc, les_flow_gc);
-	t->bucket_bits = LES_FLOW_BUCKET_BITS;
-	t->buckets = kvcalloc(1U << t->bucket_bits, sizeof(*t->buckets),
-			      GFP_KERNEL);
-	if (!t->buckets)
-		return -ENOMEM;
-	t->seed = get_random_u32();
+	err = rhashtable_init(&t->ht, &les_flow_params);
+	if (err)
+		return err;
 	t->net = net;
 	t->count = 0;
 	/* Not 0: netlink takes a dump sequence of 0 for "not set". */
@@ -393,6 +399,5 @@ void les_flow_table_destroy(struct les_flow_table *t)
 {
 	cancel_delayed_work_sync(&t->gc);
 	les_flow_flush(t);
-	kvfree(t->buckets);
-	t->buckets = NULL;
+	rhashtable_destroy(&t->ht);
 }

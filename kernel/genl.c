@@ -5,6 +5,7 @@
  */
 #include <net/genetlink.h>
 #include <linux/jiffies.h>
+#include <linux/rhashtable.h>
 #include <linux/timekeeping.h>
 #include <net/netlink.h>
 #include <net/xfrm.h>
@@ -361,9 +362,18 @@ static int les_genl_fill_flow(struct sk_buff *skb, const struct les_flow *f,
 	return 0;
 }
 
+/* cb->args[0]: the table walker, from start to done; [1]: its restarts. */
 static int les_genl_flow_start(struct netlink_callback *cb)
 {
-	les_pep_sync(les_pep_net(sock_net(cb->skb->sk)));
+	struct les_pep_net *pn = les_pep_net(sock_net(cb->skb->sk));
+	struct rhashtable_iter *iter;
+
+	iter = kmalloc(sizeof(*iter), GFP_KERNEL_ACCOUNT);
+	if (!iter)
+		return -ENOMEM;
+	les_pep_sync(pn);
+	les_flow_walk_enter(&pn->flows, iter);
+	cb->args[0] = (unsigned long)iter;
 	return 0;
 }
 
@@ -371,8 +381,21 @@ static int les_genl_flow_dump(struct sk_buff *skb, struct netlink_callback *cb)
 {
 	struct les_pep_net *pn = les_pep_net(sock_net(skb->sk));
 
-	return les_flow_dump(&pn->flows, skb, &cb->args[0], &cb->args[1],
-			     &cb->seq, les_genl_fill_flow, cb);
+	return les_flow_dump(&pn->flows, skb,
+			     (struct rhashtable_iter *)cb->args[0], &cb->args[1],
+			     &cb->seq,
+			     les_genl_fill_flow, cb);
+}
+
+static int les_genl_flow_done(struct netlink_callback *cb)
+{
+	struct rhashtable_iter *iter = (struct rhashtable_iter *)cb->args[0];
+
+	if (iter) {
+		rhashtable_walk_exit(iter);
+		kfree(iter);
+	}
+	return 0;
 }
 
 static const struct genl_ops les_genl_ops[] = {
@@ -402,6 +425,7 @@ static const struct genl_ops les_genl_ops[] = {
 		.cmd	= LES_CMD_GET_FLOW,
 		.start	= les_genl_flow_start,
 		.dumpit	= les_genl_flow_dump,
+		.done	= les_genl_flow_done,
 		.flags	= GENL_UNS_ADMIN_PERM,
 	},
 	{

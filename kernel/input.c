@@ -166,7 +166,7 @@ static int les_input_done2(struct sk_buff *skb, int err)
 	u8 nexthdr, flags;
 	int why;
 
-	kfree(c);
+	les_crypt_free(c);
 	if (unlikely(err)) {
 		les_stat_inc(xs_net(x), err == -EBADMSG ? LES_STAT_IN_AUTH_FAILED :
 							   LES_STAT_IN_ERRORS);
@@ -266,7 +266,7 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 			return nfrags;
 	}
 
-	c = les_crypt_alloc(sa, nfrags);
+	c = les_crypt_alloc(sa, nfrags, 0);
 	if (!c)
 		return -ENOMEM;
 	memcpy(c->prefix, skb->data, 4);

@@ -6,6 +6,7 @@
 #define LES_H
 
 #include <linux/types.h>
+#include <linux/rhashtable-types.h>
 #include <linux/skbuff.h>
 #include <linux/udp.h>
 #include <net/xfrm.h>
@@ -16,7 +17,7 @@
 
 /* One LES SA: the keys of its zones and what it may do. */
 struct les_sa {
-	struct hlist_node node;		/* in the SA table, keyed by @x */
+	struct rhash_head node;		/* in the SA table, keyed by @x */
 	struct rcu_head rcu;
 	struct xfrm_state *x;
 	enum les_role role;
@@ -65,6 +66,8 @@ void les_pep_key_count(struct net *net, int delta);
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack);
 void les_sa_destroy(struct xfrm_state *x);
 struct les_sa *les_sa_get(const struct xfrm_state *x);
+int les_sa_table_init(void);
+void les_sa_table_exit(void);
 
 /* kdf.c */
 int les_hkdf_sha256(const u8 *salt, unsigned int salt_len,
@@ -90,6 +93,14 @@ struct les_crypt {
 	unsigned int hz_len;		/* header zone plaintext: 6 + L */
 	unsigned int pz_len;		/* payload zone plaintext bytes */
 	int nfrags;
+	int src_nfrags;
+	/*
+	 * Paged output (output.c): the payload zone is read from the skb's
+	 * old pages, listed here, and written to the page that replaced them.
+	 * Entries from src_pages_at on hold a page reference each.
+	 */
+	struct scatterlist *src_sg;
+	unsigned int src_pages_at;
 	u8 prefix[LES_AAD_PREFIX_MAX];	/* SPI || [seq hi] || seq lo */
 	u8 iv[LES_IV_LEN];
 	u8 *nonce;			/* salt || IV, aligned for the AEAD */
@@ -97,7 +108,10 @@ struct les_crypt {
 	struct scatterlist *sg;		/* nfrags + 1 entries */
 };
 
-struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags);
+struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,
+				  int src_nfrags);
+int les_crypt_pz_src(struct les_crypt *c, struct sk_buff *skb);
+void les_crypt_free(struct les_crypt *c);
 int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 		   crypto_completion_t done);
 unsigned int les_hz_peek_len(const struct les_sa *sa, const u8 *iv,
@@ -109,6 +123,8 @@ enum les_stat {
 	LES_STAT_OUT_HEADER_ONLY,
 	LES_STAT_OUT_ERRORS,
 	LES_STAT_OUT_POLICY,
+	LES_STAT_OUT_PAGED,
+	LES_STAT_OUT_LINEARISED,
 	LES_STAT_IN_PACKETS,
 	LES_STAT_IN_HEADER_ONLY,
 	LES_STAT_IN_MALFORMED,

@@ -23,9 +23,12 @@ static int __init les_init(void)
 		pr_err("les: self-test failed (%d); not loading\n", err);
 		return err;
 	}
-	err = les_stats_init();
+	err = les_sa_table_init();
 	if (err)
 		return err;
+	err = les_stats_init();
+	if (err)
+		goto err_sa;
 	err = les_pep_init();
 	if (err)
 		goto err_stats;
@@ -51,6 +54,8 @@ err_pep:
 	les_pep_exit();
 err_stats:
 	les_stats_exit();
+err_sa:
+	les_sa_table_exit();
 	return err;
 }
 
@@ -63,6 +68,7 @@ static void __exit les_exit(void)
 	les_stats_exit();
 	/* Wait for pending RCU callbacks before the module text goes. */
 	rcu_barrier();
+	les_sa_table_exit();
 	pr_info("les: ESP type slot given back to esp4 and esp6\n");
 }
 

@@ -11,6 +11,13 @@
  *
  *   before:  | ESP IV L nh f e | 18 spare | headers | payload |
  *   after:   | ESP IV L nh f e | headers | ICV2 | csum | payload | moved pl nh | ICV1 |
+ *
+ * A paged packet (TCP's segments are: headers in the head, data in pages
+ * shared with the socket's retransmit queue) is not linearised.  As esp4
+ * does, the trailer goes into a page fragment of the state's, and the
+ * payload zone is sealed out of place: read from the old pages, written to
+ * one fresh fragment that replaces them.  GSO packets never get here: with
+ * no offload, xfrm_output() segments them first.
  */
 #include <linux/ip.h>
 #include <linux/ipv6.h>
@@ -80,7 +87,7 @@ static void les_output_done(struct sk_buff *skb, int err)
 		if (err == -EINPROGRESS)
 			return;
 	}
-	kfree(c);
+	les_crypt_free(c);
 	if (!err)
 		les_output_encap_csum(x, skb);
 	if (err)
@@ -104,6 +111,131 @@ static int les_output_plan(struct sk_buff *skb, unsigned int off, u8 proto,
 	}
 }
 
+/*
+ * Whether the trailer can go into a page of its own.  Not with a frag list
+ * or a full frag array; not when the pages would not fit one fresh
+ * fragment (skb_page_frag_refill() promises a page); not for zerocopy or
+ * page-pool pages, whose references are not plain page references.
+ */
+static bool les_output_can_page(struct sk_buff *skb, unsigned int tailen)
+{
+	const struct skb_shared_info *shinfo = skb_shinfo(skb);
+	unsigned int i;
+
+	if (!tailen || !skb_is_nonlinear(skb) || skb_has_frag_list(skb) ||
+	    shinfo->nr_frags >= MAX_SKB_FRAGS ||
+	    ALIGN(skb->data_len + tailen, L1_CACHE_BYTES) > PAGE_SIZE ||
+	    skb_zcopy(skb) || skb->pp_recycle)
+		return false;
+	/*
+	 * Each page must show up in the source scatterlist, where
+	 * les_crypt_free() finds it: skb_to_sgvec() skips empty frags.
+	 */
+	for (i = 0; i < shinfo->nr_frags; i++)
+		if (!skb_frag_size(&shinfo->frags[i]))
+			return false;
+	return true;
+}
+
+/*
+ * Room for @tailen trailer bytes at the end of the packet: in the tailroom,
+ * in a page fragment (*src_nfrags is then the source list's length), or
+ * after skb_cow_data().  Returns where the trailer goes; *nfrags is the
+ * scatterlist length the packet then needs.
+ */
+static u8 *les_output_trailer(struct xfrm_state *x, struct sk_buff *skb,
+			      unsigned int tailen, int *nfrags,
+			      int *src_nfrags)
+{
+	unsigned int alloc = ALIGN(tailen, L1_CACHE_BYTES);
+	struct page_frag *pfrag = &x->xfrag;
+	struct sk_buff *trailer;
+	struct page *page;
+	unsigned int nr;
+	u8 *tail;
+
+	*src_nfrags = 0;
+	if (!skb_cloned(skb) && !skb_is_nonlinear(skb) &&
+	    tailen <= skb_tailroom(skb)) {
+		*nfrags = 1;
+		return skb_put(skb, tailen);
+	}
+	if (!les_output_can_page(skb, tailen))
+		goto cow;
+	/*
+	 * A clone shares its frag array with the original: give it its own
+	 * head and array.  That copies the headers, not the payload.  (esp4
+	 * linearises clones instead; TCP hands xfrm nothing else.)
+	 */
+	if (skb_cloned(skb) && pskb_expand_head(skb, 0, 0, GFP_ATOMIC))
+		goto cow;
+
+	spin_lock_bh(&x->lock);
+	if (unlikely(!skb_page_frag_refill(alloc, pfrag, GFP_ATOMIC))) {
+		spin_unlock_bh(&x->lock);
+		goto cow;
+	}
+	page = pfrag->page;
+	get_page(page);
+	tail = page_address(page) + pfrag->offset;
+	nr = skb_shinfo(skb)->nr_frags;
+	__skb_fill_page_desc(skb, nr, page, pfrag->offset, tailen);
+	skb_shinfo(skb)->nr_frags = nr + 1;
+	pfrag->offset += alloc;
+	spin_unlock_bh(&x->lock);
+	/*
+	 * Not truesize: the socket's write memory was charged with the old
+	 * truesize and its destructor gives back what truesize says then
+	 * (pskb_expand_head() keeps it for owned skbs for the same reason).
+	 */
+	skb->len += tailen;
+	skb->data_len += tailen;
+	/* The head, each page, the trailer's; the output is head and one. */
+	*src_nfrags = nr + 2;
+	*nfrags = 2;
+	return tail;
+
+cow:
+	if (skb_is_nonlinear(skb))
+		les_stat_inc(xs_net(x), LES_STAT_OUT_LINEARISED);
+	*nfrags = skb_cow_data(skb, tailen, &trailer);
+	if (*nfrags < 0)
+		return ERR_PTR(*nfrags);
+	return pskb_put(skb, trailer, tailen);
+}
+
+/*
+ * Paged output's second half: list the payload zone as it is, then give the
+ * skb one fresh fragment for the ciphertext.  The old pages' references pass
+ * to @c, which drops them once the zone is sealed (les_crypt_free()).
+ */
+static int les_output_repage(struct xfrm_state *x, struct sk_buff *skb,
+			     struct les_crypt *c)
+{
+	unsigned int len = skb->data_len, alloc = ALIGN(len, L1_CACHE_BYTES);
+	struct page_frag *pfrag = &x->xfrag;
+	struct page *page;
+	int pages_at;
+
+	pages_at = les_crypt_pz_src(c, skb);
+	if (pages_at < 0)
+		return pages_at;
+
+	spin_lock_bh(&x->lock);
+	if (unlikely(!skb_page_frag_refill(alloc, pfrag, GFP_ATOMIC))) {
+		spin_unlock_bh(&x->lock);
+		return -ENOMEM;
+	}
+	page = pfrag->page;
+	get_page(page);
+	__skb_fill_page_desc(skb, 0, page, pfrag->offset, len);
+	skb_shinfo(skb)->nr_frags = 1;
+	pfrag->offset += alloc;
+	spin_unlock_bh(&x->lock);
+	c->src_pages_at = pages_at;
+	return 0;
+}
+
 int les_output(struct xfrm_state *x, struct sk_buff *skb)
 {
 	unsigned int esph_off, inner_off, total, hdrs, tailen, gap;
@@ -111,10 +243,10 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	struct net *net = xs_net(x);
 	struct les_sa *sa = les_sa_get(x);
 	struct les_hz_plan plan = {};
-	struct sk_buff *trailer;
+	int nfrags, src_nfrags, err;
 	struct les_crypt *c;
 	bool header_only;
-	int nfrags, err;
+	u8 *tail;
 	u64 seq;
 
 	if (unlikely(!sa || !(sa->dirs & LES_DIR_OUT))) {
@@ -168,29 +300,22 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 		tailen = plan.moved_len + 2 + LES_ICV_LEN;
 	}
 
-	if (!skb_cloned(skb) && !skb_is_nonlinear(skb) &&
-	    tailen <= skb_tailroom(skb)) {
-		nfrags = 1;
-		trailer = skb;
-	} else {
-		nfrags = skb_cow_data(skb, tailen, &trailer);
-		if (nfrags < 0) {
-			err = nfrags;
-			goto error;
-		}
+	tail = les_output_trailer(x, skb, tailen, &nfrags, &src_nfrags);
+	if (IS_ERR(tail)) {
+		err = PTR_ERR(tail);
+		goto error;
 	}
 
 	esph = skb->data + esph_off;
 	memmove(esph + LES_HDRS_OFF, esph + LES_HDRS_OFF + gap, hdrs);
 	if (!header_only) {
-		u8 *hz = esph + LES_HDRS_OFF, *tail = skb_tail_pointer(trailer);
+		u8 *hz = esph + LES_HDRS_OFF;
 
 		/* Sanitise in place; the checksum goes to its field after ICV2. */
 		les_hz_seal(&plan, hz, hz, hz + hdrs + LES_ICV_LEN, moved);
 		memcpy(tail, moved, plan.moved_len);
 		tail[plan.moved_len] = 0;		/* pad length */
 		tail[plan.moved_len + 1] = proto;
-		pskb_put(skb, trailer, tailen);
 		memzero_explicit(moved, plan.moved_len);
 	}
 
@@ -215,7 +340,7 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	les_put_be16(esph + LES_HZ_OFF + LES_HZ_EPOCH,
 		     XFRM_SKB_CB(skb)->seq.output.hi & 0xffff);
 
-	c = les_crypt_alloc(sa, nfrags);
+	c = les_crypt_alloc(sa, nfrags, src_nfrags);
 	if (!c) {
 		err = -ENOMEM;
 		goto error;
@@ -238,6 +363,15 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 				      plan.moved_len + 2;
 	c->step = LES_STEP_HZ;
 	LES_SKB_CB(skb)->tmp = c;
+	if (src_nfrags) {
+		err = les_output_repage(x, skb, c);
+		if (err) {
+			LES_SKB_CB(skb)->tmp = NULL;
+			les_crypt_free(c);
+			goto error;
+		}
+		les_stat_inc(net, LES_STAT_OUT_PAGED);
+	}
 
 	les_stat_inc(net, header_only ? LES_STAT_OUT_HEADER_ONLY :
 					LES_STAT_OUT_PACKETS);
@@ -251,7 +385,7 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 		if (err == -EINPROGRESS)
 			return err;
 	}
-	kfree(c);
+	les_crypt_free(c);
 	if (!err)
 		les_output_encap_csum(x, skb);
 	if (err == -ENOSPC)

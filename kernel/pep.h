@@ -9,6 +9,7 @@
 #include <linux/list.h>
 #include <linux/mutex.h>
 #include <linux/netfilter.h>
+#include <linux/rhashtable-types.h>
 #include <linux/spinlock.h>
 #include <linux/workqueue.h>
 #include <net/xfrm.h>
@@ -61,7 +62,7 @@ struct les_flow_side {
 };
 
 struct les_flow {
-	struct hlist_node hnode;
+	struct rhash_head node;		/* in the table, keyed by @key */
 	struct list_head lru;		/* least recently seen first */
 	struct les_flow_key key;
 	struct les_flow_side side[2];	/* indexed like key.end */
@@ -72,12 +73,10 @@ struct les_flow {
 };
 
 struct les_flow_table {
-	spinlock_t lock;		/* everything below */
-	struct hlist_head *buckets;
-	unsigned int bucket_bits;
+	spinlock_t lock;		/* everything below, flows included */
+	struct rhashtable ht;
 	struct list_head lru;
 	unsigned int count;
-	u32 seed;
 	struct delayed_work gc;
 	u32 gen;			/* bumped when a flow comes or goes: dumps */
 	struct net *net;
@@ -136,14 +135,16 @@ void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
 			 unsigned int idle_timeout);
 unsigned int les_flow_count(struct les_flow_table *t);
 /*
- * Fills records from bucket *@bucket, entry *@skip on; *@gen is the
- * table's generation the records were read under (NLM_F_DUMP_INTR).
+ * Fills records from where @iter stopped; *@gen is the table's generation
+ * the records were read under (NLM_F_DUMP_INTR).
  */
 int les_flow_dump(struct les_flow_table *t, struct sk_buff *skb,
-		  unsigned long *bucket, unsigned long *skip, unsigned int *gen,
+		  struct rhashtable_iter *iter, unsigned long *restarts,
+		  unsigned int *gen,
 		  int (*fill)(struct sk_buff *skb, const struct les_flow *f,
 			      void *arg),
 		  void *arg);
+void les_flow_walk_enter(struct les_flow_table *t, struct rhashtable_iter *iter);
 
 /* genl.c */
 int les_genl_init(void);

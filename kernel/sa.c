@@ -2,9 +2,9 @@
 /*
  * LES SAs: from the key blob of an rfc4106(gcm(aes)) SA to the zone keys.
  */
-#include <linux/hashtable.h>
 #include <linux/module.h>
 #include <linux/random.h>
+#include <linux/rhashtable.h>
 #include <linux/slab.h>
 #include <linux/spinlock.h>
 #include <linux/ipv6.h>
@@ -20,9 +20,28 @@
  * xfrm_state_mtu() reads x->data as the SA's crypto_aead (for ESP it needs
  * the ICV length), so x->data must stay a crypto_aead: it holds the AEAD of
  * the zone that ends the packet.  The rest of an SA's state is found through
- * this table, keyed by the xfrm_state.
+ * this table, keyed by the xfrm_state.  It grows and shrinks with the number
+ * of SAs (a gateway may hold tens of thousands); lookups take no lock.
  */
-static DEFINE_HASHTABLE(les_sa_table, 10);
+static struct rhashtable les_sa_table;
+
+static const struct rhashtable_params les_sa_params = {
+	.head_offset		= offsetof(struct les_sa, node),
+	.key_offset		= offsetof(struct les_sa, x),
+	.key_len		= sizeof(struct xfrm_state *),
+	.automatic_shrinking	= true,
+};
+
+int les_sa_table_init(void)
+{
+	return rhashtable_init(&les_sa_table, &les_sa_params);
+}
+
+/* Every SA is gone: each held the module. */
+void les_sa_table_exit(void)
+{
+	rhashtable_destroy(&les_sa_table);
+}
 
 /*
  * For tests: a cryptd(...) GCM driver makes every zone operation complete
@@ -33,7 +52,6 @@ static DEFINE_HASHTABLE(les_sa_table, 10);
 static char *zone_aead = "gcm(aes)";
 module_param(zone_aead, charp, 0444);
 MODULE_PARM_DESC(zone_aead, "AEAD of the zones (default gcm(aes); tests: a cryptd GCM)");
-static DEFINE_SPINLOCK(les_sa_table_lock);
 
 static void les_set_err(struct netlink_ext_ack *extack, const char *msg)
 {
@@ -42,20 +60,10 @@ static void les_set_err(struct netlink_ext_ack *extack, const char *msg)
 		extack->_msg = msg;
 }
 
+/* @x outlives the caller's use of the result (the skb holds it). */
 struct les_sa *les_sa_get(const struct xfrm_state *x)
 {
-	struct les_sa *sa;
-
-	rcu_read_lock();
-	hash_for_each_possible_rcu(les_sa_table, sa, node, (unsigned long)x) {
-		if (sa->x == x) {
-			rcu_read_unlock();
-			/* @x outlives the caller's use: the skb holds it. */
-			return sa;
-		}
-	}
-	rcu_read_unlock();
-	return NULL;
+	return rhashtable_lookup_fast(&les_sa_table, &x, les_sa_params);
 }
 
 static struct crypto_aead *les_zone_aead(const u8 *key, unsigned int key_len,
@@ -254,6 +262,12 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	sa->iv_mask = get_random_u64();
 	les_replay_init(&sa->replay, les_sa_replay_window(x));
 
+	err = rhashtable_insert_fast(&les_sa_table, &sa->node, les_sa_params);
+	if (err) {
+		les_set_err(extack, "LES: no memory for the SA table");
+		goto fail;
+	}
+
 	x->props.header_len = les_header_len(x, sa->role);
 	/* Moved bytes, pad length, next header, ICV1: tailroom to reserve. */
 	x->props.trailer_len = LES_MOVED_MAX + 2 + LES_ICV_LEN;
@@ -270,9 +284,6 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	/* Same owner as the slot type, so the module reference carries over. */
 	x->type = &les_sa_type;
 
-	spin_lock_bh(&les_sa_table_lock);
-	hash_add_rcu(les_sa_table, &sa->node, (unsigned long)x);
-	spin_unlock_bh(&les_sa_table_lock);
 	if (sa->role == LES_ROLE_PEP_VIEW)
 		les_pep_key_count(xs_net(x), 1);
 	return 0;
@@ -290,9 +301,7 @@ void les_sa_destroy(struct xfrm_state *x)
 	x->data = NULL;
 	if (!sa)
 		return;
-	spin_lock_bh(&les_sa_table_lock);
-	hash_del_rcu(&sa->node);
-	spin_unlock_bh(&les_sa_table_lock);
+	rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
 	if (sa->role == LES_ROLE_PEP_VIEW)
 		les_pep_key_count(xs_net(x), -1);
 	/*

@@ -3,7 +3,10 @@
 """make bench, inside the VM: LES against ESP with the same AEAD, same run.
 
 Throughput: iperf3 (TCP, a -> b through m, tunnel mode, AES-256-GCM) in
-alternating rounds, ESP then LES, so both see the same machine state.
+alternating rounds, ESP then LES, so both see the same machine state; with
+iperf3's default 128 kB writes, and with 1 MB writes.  Both are paged: TCP
+keeps its data in pages; les.ko's counters show how many LES packets were
+sealed from those pages (LesOutPaged) and how many copied first.
 Bytes on the wire: the same UDP datagrams through each, captured on m.
 PEP observer: the same LES transfer with m holding PEP keys, its hook on
 and off in alternating rounds (forwarding cost of opening header zones)."""
@@ -39,14 +42,20 @@ def cpu_busy(before, after):
     return "/".join(f"{100 * (a[0] - b[0]) / max(1, a[1] - b[1]):.0f}%" for b, a in zip(before, after))
 
 
-def iperf(cfg):
+def iperf(cfg, write=""):
     srv = f"ip netns exec les-b iperf3 -s -1 -B {cfg.inner('b')} -D --logfile /dev/null"
     sh(srv)
     time.sleep(0.5)
-    p = sh(f"iperf3 -c {cfg.inner('b')} -B {cfg.inner('a')} -t {SECONDS} -J", ns="a",
+    length = f" -l {write}" if write else ""
+    p = sh(f"iperf3 -c {cfg.inner('b')} -B {cfg.inner('a')} -t {SECONDS}{length} -J", ns="a",
            timeout=SECONDS + 60)
     r = json.loads(p.stdout)
     return r["end"]["sum_received"]["bits_per_second"]
+
+
+def les_stats(ns):
+    return {ln.split()[0]: int(ln.split()[1])
+            for ln in lesctl("stats", ns=ns).stdout.splitlines() if len(ln.split()) == 2}
 
 
 def wire_sizes(cfg, plain, out, sizes=(1, 100, 500, 1000, 1300)):
@@ -70,11 +79,16 @@ def main():
     topology_up()
     cfg = Config("tunnel", 4, 4)
     drv = sh("grep -A3 '^name *: gcm(aes)' /proc/crypto | grep driver | head -n1", check=False).stdout.strip()
-    res = {"esp": [], "les": []}
+    res = {"esp": [], "les": [], "esp-1M": [], "les-1M": []}
+    paged = {"LesOutPackets": 0, "LesOutPaged": 0, "LesOutLinearised": 0}
     for r in range(0 if ONLY == "pep" else ROUNDS):
-        for kind in ("esp", "les"):
-            tunnel_up(cfg, 0x800 + r * 4, plain=(kind == "esp"))
-            res[kind].append(iperf(cfg))
+        for kind in res:
+            tunnel_up(cfg, 0x800 + r * 4, plain=kind.startswith("esp"))
+            before = les_stats("a")
+            res[kind].append(iperf(cfg, "1M" if kind.endswith("1M") else ""))
+            after = les_stats("a")
+            for k in paged:
+                paged[k] += after.get(k, 0) - before.get(k, 0)
             print(f"# round {r + 1} {kind}: {res[kind][-1] / 1e6:.2f} Mbit/s", flush=True)
     # PEP observer: keys on m for both directions; hook on vs off.
     pep = {"on": [], "off": []}
@@ -108,7 +122,9 @@ def main():
     les_sizes = wire_sizes(cfg, False, out)
     topology_down()
     esp_m, les_m = statistics.median(res["esp"]), statistics.median(res["les"])
+    esp_big, les_big = statistics.median(res["esp-1M"]), statistics.median(res["les-1M"])
     ratios = [l / e for l, e in zip(res["les"], res["esp"])]
+    ratios_big = [l / e for l, e in zip(res["les-1M"], res["esp-1M"])]
     pep_ratios = [a / b for a, b in zip(pep["on"], pep["off"])]
     over = [l - e for l, e in zip(les_sizes, esp_sizes)]
     kver = os.uname().release
@@ -118,6 +134,12 @@ def main():
     print(f"| TCP throughput, median of {ROUNDS} x {SECONDS} s (Mbit/s) | {esp_m / 1e6:.2f} | "
           f"{les_m / 1e6:.2f} | **{les_m / esp_m:.3f}** |")
     print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in ratios)} |")
+    print(f"| the same with 1 MB writes (Mbit/s) | {esp_big / 1e6:.2f} | "
+          f"{les_big / 1e6:.2f} | **{les_big / esp_big:.3f}** |")
+    print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in ratios_big)} |")
+    print(f"\nLES packets sealed: {paged['LesOutPackets']}, from the socket's pages without a copy "
+          f"(LesOutPaged) {paged['LesOutPaged']}, linearised first (LesOutLinearised) "
+          f"{paged['LesOutLinearised']}.")
     print("\n| LES through the PEP m (keys for both directions) | hook off | hook on | on / off |")
     print("|---|---|---|---|")
     print(f"| TCP throughput, median of {ROUNDS} x {SECONDS} s (Mbit/s) | {off_m / 1e6:.2f} | "

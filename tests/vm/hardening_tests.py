@@ -17,7 +17,7 @@ import time
 import types
 
 import genl
-from lesvm import (LESCTL, OUTER, Bg, Config, P, Z, agent, counters, delta, sh,
+from lesvm import (LESCTL, OUTER, Bg, Config, P, Sa, Z, agent, counters, delta, sh,
                    tunnel_up, wait_for, xfrm_flush)
 from pep_tests import (PEP_MARK, flood_setup, handshake_pkts, lesctl, lesctl_j,
                        pep_keys_flush, pep_keys_up, pep_view, run_parts, send_from)
@@ -115,6 +115,74 @@ def no_keys_no_work(T, t):
     d = delta(before, counters("m"))
     T.ok(sent == got and not any(k.startswith("LesPep") for k in d),
          "without PEP keys the hook makes no lookup and counts nothing", d)
+    xfrm_flush()
+
+
+# ---- tables that grow with their load ----------------------------------------------
+
+def syn_flood_file(t, cfg, ab, port, n, name):
+    """n SYNs on ab, one per source port from port on (SYNs only: sealing
+    is the slow part under emulation)."""
+    a_in, b_in = "10.10.1.77", "10.10.2.77"
+    path = f"{t.out}/{name}.hex"
+    with open(path, "w") as f:
+        for i in range(n):
+            inner = P.tcp_packet(a_in, b_in, port + i, 7400, seq=1000, ack=0, flags=0x02)
+            esp = Z.seal(ab.spi, ab.seq64(i + 1), cfg.esn, ab.k2, ab.k1,
+                         cfg.inner_nexthdr(6), inner)
+            f.write(P.wrap_esp(cfg.outer(ab.src), cfg.outer(ab.dst), esp).hex() + "\n")
+    return path
+
+
+def table_growth(T, t, nflows=6000, nsas=2000):
+    """The flow table and the SA table are hash tables that grow with their
+    load (rhashtable; the flow table starts at 64 buckets): 6,000 new flows
+    are all tracked, a dump lists each once and a flush empties the table;
+    2,000 LES SAs added beside a tunnel leave it working, and go again."""
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, 0x6900)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    path = syn_flood_file(t, cfg, ab, 30000, nflows, "growth-flows")
+    # A namespace's limits stay within the initial namespace's.
+    lesctl("pep set backlog 65536", ns=None)
+    lesctl("pep set backlog 65536")
+    lesctl("flows flush")
+    before = counters("m")
+    pkts = [bytes.fromhex(h) for h in open(path).read().split()]
+    send_from("a", OUTER["b"][4], pkts, chunk=500)
+    T.ok(wait_for(lambda: lesctl_j("pep show")["flows"] == nflows, 60),
+         f"{nflows} new flows are all in the table", lesctl_j("pep show")["flows"])
+    fl = lesctl_j("flows")
+    ports = {f["initiator"]["port"] for f in fl}
+    T.ok(len(fl) == nflows and len(ports) == nflows, "a dump lists each flow once",
+         (len(fl), len(ports)))
+    d = delta(before, counters("m"))
+    T.ok(d.get("LesPepFlowsNew") == nflows and "LesPepTableFull" not in d and
+         "LesPepErrors" not in d and "LesPepBacklogFull" not in d,
+         "no flow was refused on the way", d)
+    lesctl("flows flush")
+    T.ok(lesctl_j("pep show")["flows"] == 0, "flows flush empties the grown table",
+         lesctl_j("pep show")["flows"])
+    lesctl("pep set backlog 1024")
+    lesctl("pep set backlog 1024", ns=None)
+    pep_keys_flush()
+
+    # SAs: a fresh tunnel (the flood above moved b's replay window on the
+    # old one), among nsas more on a.
+    ab, ba = tunnel_up(cfg, 0x6a00)
+    # Another reqid: the tunnel's policy must keep finding its own SA.
+    lines = [Sa(cfg, "a", "b", 0x100000 + i, reqid=9).add_cmd().replace("ip xfrm", "xfrm", 1)
+             for i in range(nsas)]
+    batch = f"{t.out}/growth-sas.batch"
+    with open(batch, "w") as f:
+        f.write("\n".join(lines) + "\n")
+    sh(f"ip -batch {batch}", ns="a", timeout=300)
+    n = int(sh("ip xfrm state count", ns="a").stdout.split()[-1])
+    sent, got = transfer(cfg, 7530, 64 << 10)
+    T.ok(n >= nsas + 2 and sent == got,
+         f"with {nsas} more LES SAs the tunnel still carries a TCP transfer", (n, sent, got))
+    sh("ip xfrm state flush", ns="a")
     xfrm_flush()
 
 
@@ -312,6 +380,7 @@ def run(T, out, ko):
         ("key limits", key_hard_limit), ("fragments", outer_fragments),
         ("no keys", no_keys_no_work), ("user namespaces", userns_limits),
         ("netlink", strict_netlink), ("dumps", dump_consistency),
+        ("table growth", table_growth),
         ("init faults", lambda T, t: init_faults(T, t, ko))), t)
     pep_keys_flush()
     xfrm_flush()

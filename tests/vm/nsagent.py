@@ -9,6 +9,7 @@ Each action does one thing and prints its result as one JSON line, so the
 test driver reads results without parsing free text."""
 import hashlib
 import json
+import mmap
 import os
 import re
 import select
@@ -36,27 +37,46 @@ def family_of(addr):
 
 
 def sniff(iface, out, seconds):
-    """Capture every frame on IFACE into a pcap until SIGTERM or timeout."""
+    """Capture every frame on IFACE into a pcap until SIGTERM or timeout.
+
+    Through a TPACKET_V2 ring: the kernel copies each frame into it as the
+    frame passes.  A plain packet socket queues a clone instead, read later,
+    and a clone shares its page fragments: a receiver that decrypts them in
+    place afterwards (ESP-in-UDP, after xfrm's skb_unclone) would change
+    what the capture shows."""
     sys.path.insert(0, TOOLS)
     from lescodec import pcap  # only here: importing it costs a second under TCG
+    SOL_PACKET, PACKET_RX_RING, PACKET_VERSION, TPACKET_V2 = 263, 5, 10, 1
+    frame, block, blocks = 4096, 1 << 16, 256
+    nframes = block // frame * blocks
     s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(ETH_P_ALL))
+    s.setsockopt(SOL_PACKET, PACKET_VERSION, TPACKET_V2)
+    s.setsockopt(SOL_PACKET, PACKET_RX_RING, struct.pack("IIII", block, blocks, frame, nframes))
+    ring = mmap.mmap(s.fileno(), block * blocks, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
     s.bind((iface, 0))
     stop = [False]
     signal.signal(signal.SIGTERM, lambda *_: stop.__setitem__(0, True))
     frames = []
     deadline = time.time() + float(seconds)
     print(json.dumps({"sniffing": iface}), flush=True)
+    i = 0
     while time.time() < deadline:
-        # Once stopped, read what is still queued (a busy VM lags), then end.
-        r, _, _ = select.select([s], [], [], 0 if stop[0] else 0.05)
-        if not r:
+        off = i * frame
+        # struct tpacket2_hdr: status, len, snaplen, mac, net, sec, nsec.
+        status, _, snaplen, mac, _, _, _ = struct.unpack_from("IIIHHII", ring, off)
+        if not status & 1:                      # TP_STATUS_USER
+            # Once stopped, read what is still in the ring, then end.
             if stop[0]:
                 break
+            select.select([s], [], [], 0.05)
             continue
-        data, addr = s.recvfrom(65535)
+        data = ring[off + mac:off + mac + snaplen]
+        struct.pack_into("I", ring, off, 0)     # back to TP_STATUS_KERNEL
+        i = (i + 1) % nframes
         # Keep IP only, as LINKTYPE_RAW: the tests read IP packets.
         if len(data) > 14 and data[12:14] in (b"\x08\x00", b"\x86\xdd"):
             frames.append((time.time(), data[14:]))
+    ring.close()
     pcap.write_pcap(out, frames, linktype=pcap.LINKTYPE_RAW)
     print(json.dumps({"frames": len(frames)}), flush=True)
 
@@ -198,8 +218,9 @@ def tcp_serve_echo_text(addr, port, timeout):
     print(json.dumps({"bytes": len(data), "text": data.decode(errors="replace")}), flush=True)
 
 
-def tcp_send(src, dst, port, nbytes, seed="les", marker=""):
-    """Send NBYTES (hash-derived, or MARKER repeated) and wait for the close."""
+def tcp_send(src, dst, port, nbytes, seed="les", marker="", zerocopy=""):
+    """Send NBYTES (hash-derived, or MARKER repeated) and wait for the close.
+    ZEROCOPY: send with MSG_ZEROCOPY, so the segments carry user pages."""
     if marker:
         data = (marker.encode() * (int(nbytes) // len(marker) + 1))[:int(nbytes)]
     else:
@@ -210,7 +231,13 @@ def tcp_send(src, dst, port, nbytes, seed="les", marker=""):
     s.settimeout(20)
     s.connect((dst, int(port)))
     s.settimeout(120)
-    s.sendall(data)
+    if zerocopy:
+        s.setsockopt(socket.SOL_SOCKET, 60, 1)            # SO_ZEROCOPY
+        view = memoryview(data)
+        while view:
+            view = view[s.send(view[:65536], 0x4000000):]  # MSG_ZEROCOPY
+    else:
+        s.sendall(data)
     s.shutdown(socket.SHUT_WR)
     s.recv(1)
     s.close()
