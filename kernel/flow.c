@@ -84,6 +84,7 @@ static unsigned int les_flow_key_make(struct les_flow_key *key,
 
 static void les_flow_free(struct les_flow_table *t, struct les_flow *f)
 {
+	les_accel_flow_free(container_of(t, struct les_pep_net, flows), f);
 	rhashtable_remove_fast(&t->ht, &f->node, les_flow_params);
 	list_del(&f->lru);
 	t->count--;
@@ -104,6 +105,9 @@ static bool les_flow_evict_one(struct les_flow_table *t, unsigned long now)
 	struct les_flow *f;
 
 	list_for_each_entry(f, &t->lru, lru) {
+		/* What a flow holds was ACKed in its receiver's name. */
+		if (les_accel_flow_busy(f))
+			continue;
 		if (f->state != LES_FLOW_ESTABLISHED || les_flow_idle(t, f, now)) {
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
@@ -177,6 +181,10 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 	s->flags_seen |= flags;
 	s->seq = seg->seq;
 	s->win = seg->win;
+	if (seg->has_ts && (!s->have_ts || after(seg->tsval, s->tsval))) {
+		s->tsval = seg->tsval;
+		s->have_ts = true;
+	}
 
 	if (flags & LES_TCP_SYN) {
 		s->isn = seg->seq;
@@ -228,7 +236,9 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		f->state = LES_FLOW_CLOSED;
 }
 
-void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
+void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
+		   void (*then)(struct les_flow *f, unsigned int from, void *arg),
+		   void *arg)
 {
 	unsigned long now = jiffies;
 	struct les_flow_key key;
@@ -242,6 +252,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
 	if (f && f->state == LES_FLOW_CLOSED &&
 	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN) {
 		/* A new connection on the tuple of a closed one. */
+		les_accel_flow_free(container_of(t, struct les_pep_net, flows), f);
 		memset(f->side, 0, sizeof(f->side));
 		f->created = now;
 		f->handshake = false;
@@ -259,6 +270,8 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt)
 	f->last_seen = now;
 	list_move_tail(&f->lru, &t->lru);
 out:
+	if (then)
+		then(f, from, arg);
 	spin_unlock_bh(&t->lock);
 }
 

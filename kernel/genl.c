@@ -23,13 +23,33 @@ static const struct nla_policy les_genl_set_policy[LES_A_MAX + 1] = {
 	[LES_A_PEP_MARK]	= { .type = NLA_U32 },
 	[LES_A_ENCAP_PORT]	= { .type = NLA_U16 },
 	[LES_A_BACKLOG]		= { .type = NLA_U32 },
+	[LES_A_ACCEL]		= NLA_POLICY_MAX(NLA_U8, 1),
+	[LES_A_HOP_IFINDEX]	= { .type = NLA_U32 },
+	[LES_A_HOP_RATE]	= { .type = NLA_U32 },
+	[LES_A_FLOW_BUFFER]	= { .type = NLA_U32 },
+	[LES_A_BUFFER]		= { .type = NLA_U32 },
+	[LES_A_PEER_BUFFER]	= { .type = NLA_U32 },
 };
 
 static int les_genl_put_config(struct sk_buff *msg, struct net *net)
 {
 	struct les_pep_net *pn = les_pep_net(net);
+	struct les_accel_cfg *ac = &pn->accel.cfg;
 	struct les_flow_table *t = &pn->flows;
+	u64 held;
 
+	spin_lock_bh(&t->lock);
+	held = pn->accel.held_bytes;
+	spin_unlock_bh(&t->lock);
+	if (nla_put_u8(msg, LES_A_ACCEL, READ_ONCE(ac->on)) ||
+	    nla_put_u32(msg, LES_A_HOP_IFINDEX, READ_ONCE(ac->hop_ifindex)) ||
+	    nla_put_u32(msg, LES_A_HOP_RATE, READ_ONCE(ac->hop_rate)) ||
+	    nla_put_u32(msg, LES_A_FLOW_BUFFER, READ_ONCE(ac->flow_buffer)) ||
+	    nla_put_u32(msg, LES_A_BUFFER, READ_ONCE(ac->buffer)) ||
+	    nla_put_u32(msg, LES_A_PEER_BUFFER, READ_ONCE(ac->peer_buffer)) ||
+	    nla_put_u64_64bit(msg, LES_A_HELD, held, LES_A_PAD) ||
+	    nla_put_u32(msg, LES_A_ACCEL_FLOWS, atomic_read(&pn->accel.active)))
+		return -EMSGSIZE;
 	if (nla_put_u8(msg, LES_A_HOOK, READ_ONCE(pn->hook_on)) ||
 	    nla_put_u32(msg, LES_A_MAX_FLOWS, READ_ONCE(t->max_flows)) ||
 	    nla_put_u32(msg, LES_A_IDLE_TIMEOUT, READ_ONCE(t->idle_timeout)) ||
@@ -69,6 +89,16 @@ fail:
 static int les_genl_get_config(struct sk_buff *skb, struct genl_info *info)
 {
 	return les_genl_reply(info, LES_CMD_GET_CONFIG, les_genl_put_config);
+}
+
+static bool les_genl_dev_exists(struct net *net, int ifindex)
+{
+	bool found;
+
+	rcu_read_lock();
+	found = dev_get_by_index_rcu(net, ifindex);
+	rcu_read_unlock();
+	return found;
 }
 
 static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
@@ -125,6 +155,35 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 			goto out;
 		}
 	}
+	/* Holding memory is the host's to grant: only the initial namespace. */
+	if (net != &init_net && (a[LES_A_ACCEL] || a[LES_A_FLOW_BUFFER] ||
+				 a[LES_A_BUFFER] || a[LES_A_PEER_BUFFER]) &&
+	    !ns_capable(init_net.user_ns, CAP_NET_ADMIN)) {
+		NL_SET_ERR_MSG(info->extack,
+			       "acceleration is set up by the initial namespace's administrator");
+		err = -EPERM;
+		goto out;
+	}
+	if (a[LES_A_HOP_RATE] && nla_get_u32(a[LES_A_HOP_RATE]) > LES_ACCEL_RATE_MAX) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_HOP_RATE],
+				    "hop-rate is at most 100000000 kbit/s (0: not paced)");
+		err = -ERANGE;
+		goto out;
+	}
+	if ((a[LES_A_FLOW_BUFFER] && nla_get_u32(a[LES_A_FLOW_BUFFER]) > LES_ACCEL_BUFFER_MAX) ||
+	    (a[LES_A_BUFFER] && nla_get_u32(a[LES_A_BUFFER]) > LES_ACCEL_BUFFER_MAX) ||
+	    (a[LES_A_PEER_BUFFER] && nla_get_u32(a[LES_A_PEER_BUFFER]) > LES_ACCEL_BUFFER_MAX)) {
+		NL_SET_ERR_MSG(info->extack, "buffers are at most 1 GiB");
+		err = -ERANGE;
+		goto out;
+	}
+	if (a[LES_A_HOP_IFINDEX] && nla_get_u32(a[LES_A_HOP_IFINDEX]) &&
+	    !les_genl_dev_exists(net, nla_get_u32(a[LES_A_HOP_IFINDEX]))) {
+		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_HOP_IFINDEX],
+				    "no such device in this namespace");
+		err = -ENODEV;
+		goto out;
+	}
 	if (a[LES_A_ENCAP_PORT] && !nla_get_u16(a[LES_A_ENCAP_PORT])) {
 		NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_ENCAP_PORT],
 				    "encap-port cannot be 0");
@@ -147,6 +206,20 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 		WRITE_ONCE(pn->backlog_max, nla_get_u32(a[LES_A_BACKLOG]));
 	if (a[LES_A_MAX_FLOWS] || a[LES_A_IDLE_TIMEOUT])
 		les_flow_set_limits(t, max_flows, idle);
+	if (a[LES_A_HOP_IFINDEX])
+		WRITE_ONCE(pn->accel.cfg.hop_ifindex, nla_get_u32(a[LES_A_HOP_IFINDEX]));
+	if (a[LES_A_HOP_RATE]) {
+		WRITE_ONCE(pn->accel.cfg.hop_rate, nla_get_u32(a[LES_A_HOP_RATE]));
+		les_pacer_set_rate(&pn->accel.pacer, nla_get_u32(a[LES_A_HOP_RATE]));
+	}
+	if (a[LES_A_FLOW_BUFFER])
+		WRITE_ONCE(pn->accel.cfg.flow_buffer, nla_get_u32(a[LES_A_FLOW_BUFFER]));
+	if (a[LES_A_BUFFER])
+		WRITE_ONCE(pn->accel.cfg.buffer, nla_get_u32(a[LES_A_BUFFER]));
+	if (a[LES_A_PEER_BUFFER])
+		WRITE_ONCE(pn->accel.cfg.peer_buffer, nla_get_u32(a[LES_A_PEER_BUFFER]));
+	if (a[LES_A_ACCEL])
+		WRITE_ONCE(pn->accel.cfg.on, nla_get_u8(a[LES_A_ACCEL]));
 out:
 	mutex_unlock(&pn->cfg_lock);
 	return err;

@@ -37,6 +37,8 @@ struct les_sa {
 	u64 iv_mask;
 	/* pep-view: the PEP's replay window, under x->lock (section 7). */
 	struct les_replay replay;
+	/* pep-origin-out: in its namespace's list (origin.c). */
+	struct list_head origin_node;
 };
 
 /* Per-packet crypto state, carried in skb->cb across async completion. */
@@ -61,6 +63,9 @@ extern const struct xfrm_type les_sa_type;
 
 /* pep.c: a pep-view SA came or went in @net */
 void les_pep_key_count(struct net *net, int delta);
+/* origin.c: a pep-origin-out SA came or went */
+void les_origin_sa_add(struct les_sa *sa);
+void les_origin_sa_del(struct les_sa *sa);
 
 /* sa.c */
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack);
@@ -148,10 +153,22 @@ enum les_stat {
 	LES_STAT_PEP_OUTER_FRAGMENT,
 	LES_STAT_PEP_GSO,
 	LES_STAT_PEP_REPLAY,
+	/* acceleration engine (accel.c and its parts) */
+	LES_STAT_ACCEL_FLOWS,		/* flow directions early-ACKed */
+	LES_STAT_ACCEL_EARLY_ACKS,	/* ACKs sent on PEP-origin SAs */
+	LES_STAT_ACCEL_EARLY_BYTES,	/* data ACKed early */
+	LES_STAT_ACCEL_HOP_RETRANS,	/* held copies sent again (SACK, dupacks) */
+	LES_STAT_ACCEL_HOP_TIMEOUTS,	/* ... by the retransmission timer */
+	LES_STAT_ACCEL_ABSORBED_ACKS,	/* receiver ACKs the sender had already */
+	LES_STAT_ACCEL_ABSORBED_DATA,	/* sender retransmissions of held data */
+	LES_STAT_ACCEL_FAIL_OPEN,	/* data forwarded unheld: limits, holes */
+	LES_STAT_ACCEL_WINDOW_HELD,	/* packets held past a receiver's window */
+	LES_STAT_ACCEL_ERRORS,		/* no memory, an ACK that could not go */
 	LES_STAT_MAX
 };
 
 void les_stat_inc(struct net *net, enum les_stat item);
+void les_stat_add(struct net *net, enum les_stat item, unsigned long n);
 u64 les_stat_read(struct net *net, enum les_stat item);
 const char *les_stat_name(enum les_stat item);
 int les_stats_init(void);

@@ -39,6 +39,15 @@ enum les_attr {
 	LES_A_FLOW,		/* nest of LES_FLOW_A_* */
 	LES_A_PAD,
 	LES_A_BACKLOG,		/* u32: header zones that may wait to be opened */
+	/* The acceleration engine (docs/accel.md) */
+	LES_A_ACCEL,		/* u8: accelerate (1) or only observe (0) */
+	LES_A_HOP_IFINDEX,	/* u32: the satellite hop's device, 0 none */
+	LES_A_HOP_RATE,		/* u32: kbit/s this PEP sends onto the hop */
+	LES_A_FLOW_BUFFER,	/* u32: bytes one direction of a flow may hold */
+	LES_A_BUFFER,		/* u32: bytes the namespace may hold */
+	LES_A_PEER_BUFFER,	/* u32: bytes the far PEP holds past a window */
+	LES_A_HELD,		/* u64: bytes held now (read only) */
+	LES_A_ACCEL_FLOWS,	/* u32: flows with engine state now (read only) */
 	__LES_A_MAX,
 };
 

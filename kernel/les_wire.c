@@ -781,3 +781,99 @@ void les_replay_advance(struct les_replay *r, __u64 seq)
 	r->any = true;
 	replay_set(r, seq, true);
 }
+
+/* ---- Pure ACKs a PEP makes ------------------------------------------ */
+
+/* RFC 1071 sum of @len bytes, added to @sum (not folded). */
+static __u32 csum_add_bytes(__u32 sum, const __u8 *p, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i + 1 < len; i += 2)
+		sum += (__u32)p[i] << 8 | p[i + 1];
+	if (len & 1)
+		sum += (__u32)p[len - 1] << 8;
+	return sum;
+}
+
+static __u16 csum_fold_not(__u32 sum)
+{
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (__u16)~sum;
+}
+
+size_t les_ack_build(const struct les_ack_desc *d, bool ip, __u8 *buf,
+		     size_t size)
+{
+	size_t alen = d->family == 6 ? 16 : 4, iplen, optlen, tcplen, len, i;
+	__u8 *th, *o;
+	__u32 sum;
+
+	if ((d->family != 4 && d->family != 6) || !(d->flags & LES_TCP_ACK) ||
+	    (d->flags & ~LES_PEP_ORIGIN_TCP_OK) ||
+	    d->sack_n > (d->has_ts ? 3 : LES_SACK_MAX))
+		return 0;
+	iplen = ip ? (d->family == 6 ? 40 : 20) : 0;
+	/* NOP NOP TS, then NOP NOP SACK: each 4-byte aligned. */
+	optlen = (d->has_ts ? 12 : 0) + (d->sack_n ? 4 + 8 * d->sack_n : 0);
+	tcplen = 20 + optlen;
+	len = iplen + tcplen;
+	if (size < len)
+		return 0;
+	for (i = 0; i < len; i++)
+		buf[i] = 0;
+
+	if (ip && d->family == 4) {
+		buf[0] = 0x45;
+		les_put_be16(buf + 2, (__u16)len);
+		buf[6] = 0x40;			/* DF, ID 0 (protocol.md 5) */
+		buf[8] = 64;
+		buf[9] = 6;
+		memcpy(buf + 12, d->saddr, 4);
+		memcpy(buf + 16, d->daddr, 4);
+		les_put_be16(buf + 10, csum_fold_not(csum_add_bytes(0, buf, 20)));
+	} else if (ip) {
+		buf[0] = 0x60;
+		les_put_be16(buf + 4, (__u16)tcplen);
+		buf[6] = 6;
+		buf[7] = 64;
+		memcpy(buf + 8, d->saddr, 16);
+		memcpy(buf + 24, d->daddr, 16);
+	}
+
+	th = buf + iplen;
+	les_put_be16(th, d->sport);
+	les_put_be16(th + 2, d->dport);
+	les_put_be32(th + 4, d->seq);
+	les_put_be32(th + 8, d->ack);
+	th[12] = (__u8)(tcplen / 4) << 4;
+	th[13] = d->flags;
+	les_put_be16(th + 14, d->win);
+	o = th + 20;
+	if (d->has_ts) {
+		o[0] = LES_TCPOPT_NOP;
+		o[1] = LES_TCPOPT_NOP;
+		o[2] = LES_TCPOPT_TS;
+		o[3] = 10;
+		les_put_be32(o + 4, d->tsval);
+		les_put_be32(o + 8, d->tsecr);
+		o += 12;
+	}
+	if (d->sack_n) {
+		o[0] = LES_TCPOPT_NOP;
+		o[1] = LES_TCPOPT_NOP;
+		o[2] = LES_TCPOPT_SACK;
+		o[3] = (__u8)(2 + 8 * d->sack_n);
+		for (i = 0; i < 2u * d->sack_n; i++)
+			les_put_be32(o + 4 + 4 * i, d->sack[i]);
+	}
+
+	/* Pseudo-header (RFC 793, RFC 8200 8.1), then the segment. */
+	sum = csum_add_bytes(0, d->saddr, alen);
+	sum = csum_add_bytes(sum, d->daddr, alen);
+	sum += 6 + (__u32)tcplen;
+	sum = csum_add_bytes(sum, th, tcplen);
+	les_put_be16(th + LES_TCP_CSUM_OFF, csum_fold_not(sum));
+	return len;
+}

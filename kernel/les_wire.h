@@ -364,6 +364,39 @@ enum les_hz_verdict {
 int les_hz_tcp(__u8 nexthdr, const __u8 *hdrs, size_t len,
 	       struct les_tcp_seg *seg);
 
+/* ---- Packets a PEP makes: pure ACKs (docs/accel.md 3) ---------------- */
+
+/*
+ * A pure TCP ACK, as a PEP sends it on a PEP-origin SA in the name of one
+ * endpoint.  Addresses are those of the packet (inner in tunnel mode, the
+ * endpoints' own in transport mode); numbers in host order.
+ */
+struct les_ack_desc {
+	__u8 family;		/* 4 or 6 */
+	__u8 saddr[16], daddr[16];
+	__u16 sport, dport;
+	__u32 seq, ack;
+	__u16 win;		/* the window field, already scaled */
+	__u8 flags;		/* LES_TCP_ACK, with ECE or CWR at most */
+	bool has_ts;
+	__u32 tsval, tsecr;
+	__u8 sack_n;		/* SACK blocks, at most 3 beside timestamps */
+	__u32 sack[2 * LES_SACK_MAX];
+};
+
+/* The longest ACK: IPv6, TCP with timestamps and 3 SACK blocks. */
+#define LES_ACK_MAX_LEN		(40 + 20 + 40)
+
+/*
+ * les_ack_build - write the packet @d describes, checksums set
+ * @ip: with its IP header (tunnel mode), or the TCP segment alone
+ * (transport mode, whose checksum still covers @d's addresses)
+ * Returns its length, or 0 if @d is not an ACK a PEP may send
+ * (les_pep_origin_check() would refuse it) or @size is too small.
+ */
+size_t les_ack_build(const struct les_ack_desc *d, bool ip, __u8 *buf,
+		     size_t size);
+
 /* Byte helpers usable on unaligned wire data. */
 static inline __u16 les_get_be16(const __u8 *p)
 {

@@ -77,7 +77,7 @@ struct les_pep_outer {
 	bool udp;			/* ESP in UDP (RFC 3948) */
 };
 
-static struct workqueue_struct *les_pep_wq;
+struct workqueue_struct *les_pep_wq;
 
 /*
  * One header zone to open.  Everything the result needs is copied out of
@@ -90,6 +90,13 @@ struct les_pep_op {
 	struct xfrm_state *x;		/* held until the op ends */
 	struct les_sa *sa;		/* x's, alive while x is held */
 	ktime_t seen;			/* when the packet went through */
+	/*
+	 * Accelerating (docs/accel.md): the packet itself, taken from the
+	 * forwarding path until the engine has read it; and whether it
+	 * leaves onto the satellite hop.
+	 */
+	struct sk_buff *skb;
+	bool to_hop;
 	struct les_pep_outer outer;
 	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 6 + L */
 	u8 nonce[LES_NONCE_LEN];
@@ -146,8 +153,30 @@ static int les_pep_parse(const struct les_pep_op *op, struct les_pep_pkt *pkt)
 	return 0;
 }
 
+/* The engine's part of a packet the hook took (flow table lock held). */
+struct les_pep_accel_arg {
+	struct les_pep_op *op;
+	const struct les_pep_pkt *pkt;
+	struct les_accel_todo *todo;
+};
+
+static void les_pep_accel(struct les_flow *f, unsigned int from, void *arg)
+{
+	struct les_pep_accel_arg *a = arg;
+	struct les_pep_op *op = a->op;
+
+	if (!f) {
+		__skb_queue_tail(op->to_hop ? &a->todo->pace : &a->todo->release,
+				 op->skb);
+		return;
+	}
+	les_accel_packet(op->pn, f, from, a->pkt, op->skb, op->x, op->to_hop,
+			 a->todo);
+}
+
 /* What became of one header zone: counters, the key's lifetime, the flow. */
-static void les_pep_finish(struct les_pep_op *op, int err)
+static void les_pep_finish(struct les_pep_op *op, int err,
+			   struct les_accel_todo *todo)
 {
 	struct les_pep_net *pn = op->pn;
 	struct xfrm_state *x = op->x;
@@ -198,9 +227,15 @@ static void les_pep_finish(struct les_pep_op *op, int err)
 
 	if (why) {
 		les_stat_inc(pn->net, why);
+		/* Unread, it goes on as it came: the engine acts on nothing forged. */
+		if (op->skb)
+			__skb_queue_tail(op->to_hop ? &todo->pace : &todo->release,
+					 op->skb);
 	} else {
+		struct les_pep_accel_arg arg = { op, &pkt, todo };
+
 		les_stat_inc(pn->net, LES_STAT_PEP_OPENED);
-		les_flow_seen(&pn->flows, &pkt);
+		les_flow_seen(&pn->flows, &pkt, op->skb ? les_pep_accel : NULL, &arg);
 	}
 	xfrm_state_put(x);
 	/* The opened headers are the only plaintext here: no need to wipe more. */
@@ -234,10 +269,12 @@ static void les_pep_opener(struct work_struct *work)
 					      struct les_pep_net, opener);
 	struct aead_request *req = NULL;
 	struct les_pep_op *op, *tmp;
+	struct les_accel_todo todo;
 	struct mem_cgroup *old_memcg;
 	unsigned int req_size = 0;
 	LIST_HEAD(batch);
 
+	les_accel_todo_init(&todo);
 	spin_lock_bh(&pn->backlog_lock);
 	list_splice_init(&pn->backlog, &batch);
 	WRITE_ONCE(pn->backlog_len, 0);
@@ -254,11 +291,12 @@ static void les_pep_opener(struct work_struct *work)
 			req = kmalloc(need, GFP_KERNEL);
 			req_size = req ? need : 0;
 		}
-		les_pep_finish(op, req ? les_pep_open(op, req) : -ENOMEM);
+		les_pep_finish(op, req ? les_pep_open(op, req) : -ENOMEM, &todo);
 		cond_resched();
 	}
 	set_active_memcg(old_memcg);
 	kfree_sensitive(req);
+	les_accel_batch_end(pn, &todo);
 }
 
 /*
@@ -279,11 +317,14 @@ static unsigned int les_pep_backlog_max(struct les_pep_net *pn)
 /*
  * Copy the header zone of @skb out for the pep-view SA @x and queue it for
  * the opener.  Returns 0 (the op owns @x's reference now), or the counter
- * that says why the packet cannot be read.
+ * that says why the packet cannot be read.  With @take, the op takes the
+ * packet too (the hook then returns NF_STOLEN): the acceleration engine
+ * decides what becomes of it.
  */
 static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
-			 struct les_sa *sa, const struct sk_buff *skb,
-			 const struct les_pep_outer *outer)
+			 struct les_sa *sa, struct sk_buff *skb,
+			 const struct les_pep_outer *outer, bool take,
+			 bool to_hop, bool *taken)
 {
 	unsigned int esp_len = skb->len - outer->esp_off;
 	unsigned int hz_len, hz_end, backlog_max;
@@ -322,6 +363,8 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	op->sa = sa;
 	op->seen = ktime_get();
 	op->outer = *outer;
+	op->skb = NULL;
+	op->to_hop = to_hop;
 	op->esp_len = esp_len;
 	op->skb_len = skb->len;
 	op->hz_len = hz_len;
@@ -340,10 +383,24 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 		kfree(op);
 		return LES_STAT_PEP_BACKLOG_FULL;
 	}
+	/* Held past this hook: the forwarding path's dst is not refcounted. */
+	if (take) {
+		skb_dst_force(skb);
+		if (skb_dst(skb))
+			op->skb = skb;
+	}
+	/* Said now: once queued, the opener may be done with it at once. */
+	*taken = op->skb;
 	list_add_tail(&op->node, &pn->backlog);
 	queued = pn->backlog_len + 1;
 	WRITE_ONCE(pn->backlog_len, queued);
 	spin_unlock(&pn->backlog_lock);
+	/* A packet waits for the opener: wake it now. */
+	if (op->skb) {
+		if (queued == 1)
+			mod_delayed_work(les_pep_wq, &pn->opener, 0);
+		return 0;
+	}
 	/*
 	 * Wake the opener once per batch, not once per packet: a tick after
 	 * the first header zone, or at once when a batch is waiting.  The
@@ -357,40 +414,68 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	return 0;
 }
 
-static void les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
-			const struct les_pep_outer *outer)
+/*
+ * Accelerating, a packet to or from the hop goes through the engine
+ * (docs/accel.md 2): 1 onto the hop, 2 off it, 0 neither.  Also while flows
+ * switched off still hold data, so that their receivers' ACKs free it.
+ */
+static int les_pep_hop(struct les_pep_net *pn, struct sk_buff *skb,
+		       const struct nf_hook_state *state)
+{
+	int hop = READ_ONCE(pn->accel.cfg.hop_ifindex);
+
+	if (!hop || (!READ_ONCE(pn->accel.cfg.on) && !atomic_read(&pn->accel.active)))
+		return 0;
+	/* IPv4 options are ip_forward_finish()'s to handle: not taken. */
+	if (state->pf == NFPROTO_IPV4 && ip_hdr(skb)->ihl != 5)
+		return 0;
+	if (state->out && state->out->ifindex == hop)
+		return 1;
+	if (state->in && state->in->ifindex == hop)
+		return 2;
+	return 0;
+}
+
+/* Returns the hook's verdict: NF_STOLEN once the engine has the packet. */
+static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
+				const struct les_pep_outer *outer,
+				const struct nf_hook_state *state)
 {
 	struct net *net = pn->net;
 	struct xfrm_state *x;
 	struct les_sa *sa;
+	bool taken = false;
 	__be32 spi;
-	int why;
+	int why, hop;
 
 	if (skb_copy_bits(skb, outer->esp_off, &spi, sizeof(spi)) || !spi) {
 		/* In UDP that is IKE or a keepalive (RFC 3948), not ESP. */
 		if (!outer->udp)
 			les_stat_inc(net, LES_STAT_PEP_MALFORMED);
-		return;
+		return NF_ACCEPT;
 	}
 	/* The one lookup every ESP packet pays. */
 	x = xfrm_state_lookup(net, READ_ONCE(pn->pep_mark), &outer->daddr, spi,
 			      IPPROTO_ESP, outer->family);
 	if (!x) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
-		return;
+		return NF_ACCEPT;
 	}
 	sa = x->type == &les_sa_type ? les_sa_get(x) : NULL;
 	if (!sa || sa->role != LES_ROLE_PEP_VIEW ||
 	    READ_ONCE(x->km.state) != XFRM_STATE_VALID) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
 		xfrm_state_put(x);
-		return;
+		return NF_ACCEPT;
 	}
-	why = les_pep_queue(pn, x, sa, skb, outer);
+	hop = les_pep_hop(pn, skb, state);
+	why = les_pep_queue(pn, x, sa, skb, outer, hop, hop == 1, &taken);
 	if (why) {
 		les_stat_inc(net, why);
 		xfrm_state_put(x);
+		return NF_ACCEPT;
 	}
+	return taken ? NF_STOLEN : NF_ACCEPT;
 }
 
 static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
@@ -466,8 +551,7 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 		return NF_ACCEPT;
 	}
 
-	les_pep_esp(pn, skb, &outer);
-	return NF_ACCEPT;
+	return les_pep_esp(pn, skb, &outer, state);
 }
 
 /* With pn->cfg_lock held. */
@@ -514,6 +598,7 @@ static int __net_init les_pep_net_init(struct net *net)
 		pn->ops[i].hooknum = NF_INET_FORWARD;
 		pn->ops[i].priority = LES_PEP_HOOK_PRIORITY;
 	}
+	les_accel_net_init(pn);
 	err = les_flow_table_init(&pn->flows, net);
 	if (err)
 		goto err_memcg;
@@ -545,7 +630,9 @@ static void __net_exit les_pep_net_exit(struct net *net)
 	les_pep_set_hook(pn, false);
 	mutex_unlock(&pn->cfg_lock);
 	flush_delayed_work(&pn->opener);
+	/* Flows give what they hold to the engine, which sends it out. */
 	les_flow_table_destroy(&pn->flows);
+	les_accel_net_exit(pn);
 	mem_cgroup_put(pn->memcg);
 	pn->memcg = NULL;
 }

@@ -16,6 +16,7 @@
 
 #include "les_wire.h"
 #include "les_genl.h"
+#include "accel.h"
 
 /* Defaults of the per-namespace settings (lesctl pep set). */
 #define LES_PEP_MARK_DEFAULT		0x4c455350	/* "LESP" */
@@ -49,6 +50,8 @@ struct les_flow_side {
 	bool have_isn, have_next, fin;
 	u8 sack_n;
 	u32 sack[2 * LES_SACK_MAX];
+	bool have_ts;
+	u32 tsval;			/* its newest TSval */
 	u64 packets, bytes, retrans;
 	/*
 	 * Round trip PEP -> this side -> PEP: a segment of the other side
@@ -69,6 +72,7 @@ struct les_flow {
 	u8 initiator;			/* key.end index of the first sender */
 	u8 state;			/* enum les_flow_state */
 	bool handshake;			/* the SYN was seen */
+	struct les_accel_flow *accel;	/* accelerated (accel.c), or NULL */
 	unsigned long created, last_seen;	/* jiffies */
 };
 
@@ -114,9 +118,11 @@ struct les_pep_net {
 	unsigned int backlog_len, backlog_max;
 	struct delayed_work opener;
 	struct les_flow_table flows;
+	struct les_accel_net accel;
 };
 
 /* pep.c */
+extern struct workqueue_struct *les_pep_wq;
 int les_pep_init(void);
 void les_pep_exit(void);
 struct les_pep_net *les_pep_net(struct net *net);
@@ -129,7 +135,14 @@ int les_flow_cache_init(void);
 void les_flow_cache_exit(void);
 int les_flow_table_init(struct les_flow_table *t, struct net *net);
 void les_flow_table_destroy(struct les_flow_table *t);
-void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt);
+/*
+ * Tell the table of @pkt; then, with the table's lock still held, @then
+ * (if not NULL) with the flow (NULL if untracked) and the index of its
+ * sender in the flow's key.
+ */
+void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
+		   void (*then)(struct les_flow *f, unsigned int from, void *arg),
+		   void *arg);
 void les_flow_flush(struct les_flow_table *t);
 void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
 			 unsigned int idle_timeout);

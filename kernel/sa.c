@@ -286,6 +286,8 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 
 	if (sa->role == LES_ROLE_PEP_VIEW)
 		les_pep_key_count(xs_net(x), 1);
+	else if (sa->role == LES_ROLE_PEP_ORIGIN_OUT)
+		les_origin_sa_add(sa);
 	return 0;
 
 fail:
@@ -304,6 +306,8 @@ void les_sa_destroy(struct xfrm_state *x)
 	rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
 	if (sa->role == LES_ROLE_PEP_VIEW)
 		les_pep_key_count(xs_net(x), -1);
+	else if (sa->role == LES_ROLE_PEP_ORIGIN_OUT)
+		les_origin_sa_del(sa);
 	/*
 	 * No packet uses the keys any more (every skb in flight holds @x), but
 	 * a lookup for another SA may still be walking past this entry.

@@ -58,6 +58,16 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_PEP_OUTER_FRAGMENT]	= "LesPepOuterFragment",
 	[LES_STAT_PEP_GSO]		= "LesPepGso",
 	[LES_STAT_PEP_REPLAY]		= "LesPepReplay",
+	[LES_STAT_ACCEL_FLOWS]		= "LesAccelFlows",
+	[LES_STAT_ACCEL_EARLY_ACKS]	= "LesAccelEarlyAcks",
+	[LES_STAT_ACCEL_EARLY_BYTES]	= "LesAccelEarlyAckedBytes",
+	[LES_STAT_ACCEL_HOP_RETRANS]	= "LesAccelHopRetrans",
+	[LES_STAT_ACCEL_HOP_TIMEOUTS]	= "LesAccelHopTimeouts",
+	[LES_STAT_ACCEL_ABSORBED_ACKS]	= "LesAccelAbsorbedAcks",
+	[LES_STAT_ACCEL_ABSORBED_DATA]	= "LesAccelAbsorbedData",
+	[LES_STAT_ACCEL_FAIL_OPEN]	= "LesAccelFailOpen",
+	[LES_STAT_ACCEL_WINDOW_HELD]	= "LesAccelWindowHeld",
+	[LES_STAT_ACCEL_ERRORS]		= "LesAccelErrors",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)
@@ -65,6 +75,13 @@ void les_stat_inc(struct net *net, enum les_stat item)
 	struct les_net *ln = net_generic(net, les_net_id);
 
 	this_cpu_inc(ln->mib->mibs[item]);
+}
+
+void les_stat_add(struct net *net, enum les_stat item, unsigned long n)
+{
+	struct les_net *ln = net_generic(net, les_net_id);
+
+	this_cpu_add(ln->mib->mibs[item], n);
 }
 
 u64 les_stat_read(struct net *net, enum les_stat item)

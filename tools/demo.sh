@@ -1,7 +1,8 @@
 #!/bin/bash
 # The main job, in one VM: (1) who reads what of an LES tunnel, then (2) the
-# satellite testbed: transfer times over GEO with clear TCP, ESP, LES and
-# LES with PEPs observing, as tables and a chart (docs/testbed.md).
+# satellite testbed: transfer times over GEO with clear TCP, ESP, LES, LES
+# with PEPs observing and LES through accelerating PEPs, as tables and a
+# chart (docs/testbed.md, docs/accel.md).
 #   make demo           geo and geo-lossy, 1 MB and 10 MB: about ten minutes
 #   make demo FULL=1    every profile and workload, medians of three
 set -euo pipefail

@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0
 """The satellite testbed: how long real transfers take over a geostationary
-link with clear TCP, IPsec ESP, LES, and LES with both PEPs observing.
+link with clear TCP, IPsec ESP, LES, LES with both PEPs observing, and LES
+through both PEPs accelerating (docs/accel.md).
 
     client --- rpep ==== satellite hop ==== hpep --- server
     (curl)    remote PEP   netem each way   hub PEP   (nginx)
@@ -197,15 +198,28 @@ def hop_up(prof):
 
 class Mode:
     """The SAs (and PEP keys) of one mode.  Fresh keys and SPIs each time a
-    mode is set up: an LES blob serves one SA once (README)."""
-    spi = 0x1000
+    mode is set up: an LES blob serves one SA once (README).
 
-    def __init__(self, name):
+    les-pep: both PEPs accelerate (docs/accel.md).  Each holds the pep-view
+    keys of both directions, and a PEP-origin key for the ACKs it sends in
+    the name of the endpoint across the hop: the hub ACKs downloads to the
+    server (as the client), the remote PEP uploads to the client (as the
+    server); each endpoint takes those ACKs on a pep-origin-in SA."""
+    spi = 0x1000
+    PEP_ID = {"hpep": 1, "rpep": 2}
+    # Whose data each PEP ACKs early: the direction of the ACKs it sends.
+    ORIGIN = {"hpep": ("up", "client", "server"), "rpep": ("down", "server", "client")}
+
+    def __init__(self, name, prof):
         self.name = name
         self.sas = {}                  # direction ("down"/"up") -> spi
         flush_sas()
+        for n in ("rpep", "hpep"):
+            lesctl("pep set accel off hop-dev none backlog 1024", n)
+        lesctl("pep set backlog 1024")
         if name == "clear":
             return
+        keys = {}
         for direction, src, dst in (("up", "client", "server"), ("down", "server", "client")):
             Mode.spi += 1
             self.sas[direction] = Mode.spi
@@ -214,13 +228,28 @@ class Mode:
             else:
                 # The client initiates: "up" is initiator to responder.
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
+            keys[direction] = key
             for n in ("client", "server"):
                 sh(sa_add(src, dst, Mode.spi, key), n)
-            if name == "les-observer":
+            if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
                     sh(sa_add(src, dst, Mode.spi, view) + f" mark {PEP_MARK:#x}", n)
+        if name == "les-pep":
+            for pep, (direction, src, dst) in Mode.ORIGIN.items():
+                blobs = {b["role"]: b["blob"] for b in json.loads(
+                    lesctl(f"-j blob derive {keys[direction]} pep-id {Mode.PEP_ID[pep]}"))}
+                Mode.spi += 1
+                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"]) + f" mark {PEP_MARK:#x}", pep)
+                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"]), dst)
+            for pep, dev, rate in (("hpep", "h-r", prof["down_kbit"]), ("rpep", "r-h", prof["up_kbit"])):
+                # Every packet of a flow must reach the engine: a burst of
+                # the sender's window must fit the opener's queue (which a
+                # namespace may not make longer than the host's).
+                lesctl("pep set backlog 16384")
+                lesctl(f"pep set accel on hop-dev {dev} hop-rate {int(rate)} "
+                       f"peer-buffer {2 << 20} backlog 16384", pep)
         for me, peer in (("client", "server"), ("server", "client")):
             for d, s, t in (("out", me, peer), ("in", peer, me)):
                 sh(f"ip xfrm policy add src {INNER[s]}/32 dst {INNER[t]}/32 dir {d} "
@@ -234,10 +263,18 @@ class Mode:
             out = sh(f"ip -s xfrm state list spi {self.sas['down']:#x}", "client").stdout
             m = re.search(r"lifetime current:\s+(\d+)\(bytes\)", out)
             res["sa_bytes"] = int(m.group(1)) if m else 0
+        # What the endpoints' TCP would show if the PEPs' ACKs were wrong.
+        for n in ("client", "server"):
+            for line in sh("nstat -az TcpExtPAWSEstab TcpExtTCPChallengeACK "
+                           "TcpExtTCPSpuriousRTOs TcpRetransSegs", n).stdout.splitlines():
+                f = line.split()
+                if len(f) >= 2 and f[1].isdigit():
+                    res[f"{n}_{f[0]}"] = int(f[1])
         for n in ("client", "rpep", "hpep"):
             for line in sh(f"{LESCTL} stats", n).stdout.splitlines():
                 f = line.split()
-                if len(f) == 2 and f[0] in ("LesInPackets", "LesPepOpened"):
+                if len(f) == 2 and (f[0] in ("LesInPackets", "LesPepOpened") or
+                                    f[0].startswith("LesAccel")):
                     res[f"{n}_{f[0]}"] = int(f[1])
         return res
 
@@ -256,7 +293,14 @@ class Mode:
             return "les.ko opened no packet at the client"
         if self.name == "les":
             return None if opened == (0, 0) else f"no PEP keys, but the PEPs opened {opened}"
-        return None if min(opened) > 0 else f"the PEPs opened {opened} header zones"
+        if min(opened) == 0:
+            return f"the PEPs opened {opened} header zones"
+        early = d.get("hpep_LesAccelEarlyAcks", 0)
+        if self.name == "les-pep" and not early:
+            return "the hub PEP sent no early ACK"
+        if self.name != "les-pep" and early:
+            return f"observing, but the hub PEP sent {early} early ACKs"
+        return None
 
 
 def lesctl(args, where=None):
@@ -388,7 +432,7 @@ def cmd_run(a):
         n, p = parse_profile(text)
         profiles[n] = p
     workloads = {n: conf["workloads"][n] for n in (a.workloads or ",".join(s["workloads"])).split(",")}
-    modes = (a.modes or ",".join(conf["modes"]["order"])).split(",")
+    modes = (a.modes or ",".join(s.get("modes", conf["modes"]["order"]))).split(",")
     reps = a.reps or s["reps"]
     max_time = a.max_time or s["max_time_s"]
     os.makedirs(a.out, exist_ok=True)
@@ -419,7 +463,7 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results):
             params = dict(prof, queue_down_pkts=queue_limit(prof, prof["down_kbit"]),
                           queue_up_pkts=queue_limit(prof, prof["up_kbit"]))
             for mname in modes:
-                mode = Mode(mname)
+                mode = Mode(mname, prof)
                 for wname, w in workloads.items():
                     for rep in range(1, reps + 1):
                         done += 1
@@ -428,7 +472,9 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results):
                               f"{wname:4s} rep {rep}/{reps} ...", end="", flush=True)
                         before = mode.counters()
                         res = fetch(wname, w, sums, max_time)
-                        why = mode.carried(before, mode.counters(), workload_bytes(w))
+                        after = mode.counters()
+                        why = mode.carried(before, after, workload_bytes(w))
+                        res["counters"] = {k: after[k] - before.get(k, 0) for k in after}
                         if why and res["status"] == "ok":
                             res["status"] = f"not carried by {mname}: {why}"
                         failed += res["status"] not in ("ok", "timeout")
@@ -457,7 +503,7 @@ def cell(rows):
 def tables(results):
     """{profile: (params, kernel, [workloads], [(mode, [cells])], [bounds])}."""
     conf = load_conf()
-    order = conf["modes"]["order"] + ["les-pep"]
+    order = conf["modes"]["order"]
     wl_order = list(conf["workloads"])
     out = {}
     for pname in dict.fromkeys(r["profile"] for r in results):

@@ -360,7 +360,9 @@ check "lesctl blob help and -h print the usage, exit 0" \
 # Usage errors before any netlink, and a clear error where les.ko is not
 # loaded (this host cannot load modules).
 for args in "pep set hook maybe" "pep set" "pep set max-flows -1" "pep set encap-port 70000" \
-	"pep set frobs 1" "pep set backlog lots" "pep" "flows bogus" "stats extra"; do
+	"pep set frobs 1" "pep set backlog lots" "pep" "flows bogus" "stats extra" \
+	"pep set accel maybe" "pep set hop-dev no-such-dev0" "pep set hop-rate fast" \
+	"pep set flow-buffer -5" "pep set peer-buffer"; do
 	# shellcheck disable=SC2086
 	check "lesctl $args is a usage error (2)" '[ "$(rc $args)" = 2 ]'
 done

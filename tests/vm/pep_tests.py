@@ -482,6 +482,10 @@ def lesctl_errors(T, t):
                           ("pep set backlog 0", 1, "backlog is 1 to 65536"),
                           ("pep set backlog 65537", 1, "backlog is 1 to 65536"),
                           ("pep set hook maybe", 2, "on or off"),
+                          ("pep set hop-rate 100000001", 1, "hop-rate is at most"),
+                          ("pep set buffer 1073741825", 1, "buffers are at most 1 GiB"),
+                          ("pep set hop-dev lo", 0, ""),
+                          ("pep set hop-dev none", 0, ""),
                           ("flows bogus", 2, "Usage")):
         p = lesctl(args, check=False)
         T.ok(p.returncode == rc and msg in p.stderr,
@@ -489,6 +493,12 @@ def lesctl_errors(T, t):
     p = sh(f"unshare --user {LESCTL} pep set hook off", ns="m", check=False)
     T.ok(p.returncode == 1 and "CAP_NET_ADMIN" in p.stderr,
          "changing settings needs CAP_NET_ADMIN", (p.returncode, p.stderr))
+    # Held packets are memory no memcg pays for: a user namespace's root
+    # (its own network namespace) may not switch acceleration on.
+    p = sh(f"unshare --user --map-root-user --net {LESCTL} pep set accel on", ns="m",
+           check=False)
+    T.ok(p.returncode == 1 and "initial namespace's administrator" in p.stderr,
+         "a user namespace's root cannot switch acceleration on", (p.returncode, p.stderr))
 
 
 # ---- unload with packets in the hook ---------------------------------------------------

@@ -10,6 +10,8 @@
  *   lesctl stats
  *   lesctl pep show | pep set [hook on|off] [max-flows N] [idle-timeout S]
  *                             [mark M] [encap-port P] [backlog N]
+ *                             [accel on|off] [hop-dev DEV|none] [hop-rate KBIT]
+ *                             [flow-buffer B] [buffer B] [peer-buffer B]
  *   lesctl flows [show | flush]
  *
  * A blob (version 2, docs/protocol.md section 1) goes into ip xfrm as the
@@ -42,6 +44,8 @@ void usage(FILE *f)
 		"       lesctl [-j] pep show\n"
 		"       lesctl pep set [hook on|off] [max-flows N] [idle-timeout SECONDS]\n"
 		"                      [mark MARK] [encap-port PORT] [backlog N]\n"
+		"                      [accel on|off] [hop-dev DEV|none] [hop-rate KBIT]\n"
+		"                      [flow-buffer BYTES] [buffer BYTES] [peer-buffer BYTES]\n"
 		"       lesctl [-j] flows [show | flush]\n"
 		"ROLE := endpoint | pep-view | pep-origin-in | pep-origin-out\n"
 		"k2, k1, ko are roots (an AES key and its 4-byte salt, keylen + 4 bytes),\n"

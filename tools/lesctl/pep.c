@@ -4,6 +4,7 @@
  * and the counters of les.ko, in the caller's network namespace.
  */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -312,6 +313,8 @@ static const char *addr_str(const struct nlattr *a, char *buf, size_t size)
 struct config {
 	int have;
 	unsigned int hook, max_flows, idle, mark, port, backlog, flows;
+	unsigned int accel, hop, hop_rate, flow_buffer, buffer, peer_buffer, accel_flows;
+	unsigned long long held;
 };
 
 static int config_cb(const struct nlmsghdr *nlh, void *data)
@@ -332,6 +335,14 @@ static int config_cb(const struct nlmsghdr *nlh, void *data)
 	c->port = get_uint(t.tb[LES_A_ENCAP_PORT]);
 	c->backlog = get_uint(t.tb[LES_A_BACKLOG]);
 	c->flows = get_uint(t.tb[LES_A_FLOW_COUNT]);
+	c->accel = get_uint(t.tb[LES_A_ACCEL]);
+	c->hop = get_uint(t.tb[LES_A_HOP_IFINDEX]);
+	c->hop_rate = get_uint(t.tb[LES_A_HOP_RATE]);
+	c->flow_buffer = get_uint(t.tb[LES_A_FLOW_BUFFER]);
+	c->buffer = get_uint(t.tb[LES_A_BUFFER]);
+	c->peer_buffer = get_uint(t.tb[LES_A_PEER_BUFFER]);
+	c->held = get_uint(t.tb[LES_A_HELD]);
+	c->accel_flows = get_uint(t.tb[LES_A_ACCEL_FLOWS]);
 	return MNL_CB_OK;
 }
 
@@ -420,6 +431,7 @@ static int key_cb(const struct nlmsghdr *nlh, void *data)
 
 static int pep_show(struct les_nl *nl)
 {
+	char hop[IF_NAMESIZE + 12];
 	struct key_ctx k = { 0 };
 	struct nlmsghdr *nlh;
 	struct config c;
@@ -427,15 +439,24 @@ static int pep_show(struct les_nl *nl)
 	if (get_config(nl, &c))
 		return 1;
 	k.pep_mark = c.mark;
+	if (!c.hop || !if_indextoname(c.hop, hop))
+		snprintf(hop, sizeof(hop), c.hop ? "%u" : "none", c.hop);
 	if (json)
 		fprintf(outf, "{\"hook\":%s,\"mark\":%u,\"encap_port\":%u,\"backlog\":%u,"
-		       "\"max_flows\":%u,\"idle_timeout\":%u,\"flows\":%u,\"keys\":[",
+		       "\"max_flows\":%u,\"idle_timeout\":%u,\"flows\":%u,"
+		       "\"accel\":%s,\"hop_dev\":\"%s\",\"hop_rate\":%u,\"flow_buffer\":%u,"
+		       "\"buffer\":%u,\"peer_buffer\":%u,\"held\":%llu,\"accel_flows\":%u,"
+		       "\"keys\":[",
 		       c.hook ? "true" : "false", c.mark, c.port, c.backlog,
-		       c.max_flows, c.idle, c.flows);
+		       c.max_flows, c.idle, c.flows, c.accel ? "true" : "false", hop,
+		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.accel_flows);
 	else
 		fprintf(outf, "hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
-		       "flows %u\n", c.hook ? "on" : "off", c.mark, c.port, c.backlog,
-		       c.max_flows, c.idle, c.flows);
+		       "flows %u\naccel %s hop-dev %s hop-rate %u flow-buffer %u buffer %u "
+		       "peer-buffer %u held %llu accel-flows %u\n",
+		       c.hook ? "on" : "off", c.mark, c.port, c.backlog,
+		       c.max_flows, c.idle, c.flows, c.accel ? "on" : "off", hop,
+		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.accel_flows);
 	fflush(stdout);
 	nlh = nl_request(nl, nl->family, LES_CMD_GET_KEY, LES_GENL_VERSION, NLM_F_DUMP);
 	if (nl_talk(nl, nlh, key_cb, &k) < 0) {
@@ -478,6 +499,12 @@ static const struct {
 	{ "mark", LES_A_PEP_MARK, 0xffffffffUL },
 	{ "encap-port", LES_A_ENCAP_PORT, 0xffff },
 	{ "backlog", LES_A_BACKLOG, 0xffffffffUL },
+	{ "accel", LES_A_ACCEL, 1 },
+	{ "hop-dev", LES_A_HOP_IFINDEX, 0xffffffffUL },
+	{ "hop-rate", LES_A_HOP_RATE, 0xffffffffUL },
+	{ "flow-buffer", LES_A_FLOW_BUFFER, 0xffffffffUL },
+	{ "buffer", LES_A_BUFFER, 0xffffffffUL },
+	{ "peer-buffer", LES_A_PEER_BUFFER, 0xffffffffUL },
 };
 
 /* Returns 0, or 2 (usage) after saying what is wrong. */
@@ -504,12 +531,20 @@ static int pep_set_parse(int argc, char **argv, struct settings *set)
 			fprintf(stderr, "lesctl: \"%s\" needs a value\n", k);
 			return 2;
 		}
-		if (setting_words[w].attr == LES_A_HOOK) {
+		if (setting_words[w].attr == LES_A_HOOK ||
+		    setting_words[w].attr == LES_A_ACCEL) {
 			if (strcmp(s, "on") && strcmp(s, "off")) {
-				fprintf(stderr, "lesctl: hook is on or off\n");
+				fprintf(stderr, "lesctl: %s is on or off\n", k);
 				return 2;
 			}
-			set->v[LES_A_HOOK] = !strcmp(s, "on");
+			set->v[setting_words[w].attr] = !strcmp(s, "on");
+		} else if (setting_words[w].attr == LES_A_HOP_IFINDEX) {
+			/* A device of the namespace lesctl runs in, or none. */
+			set->v[LES_A_HOP_IFINDEX] = strcmp(s, "none") ? if_nametoindex(s) : 0;
+			if (strcmp(s, "none") && !set->v[LES_A_HOP_IFINDEX]) {
+				fprintf(stderr, "lesctl: no device \"%s\"\n", s);
+				return 2;
+			}
 		} else if (parse_u32(s, setting_words[w].max,
 				     &set->v[setting_words[w].attr])) {
 			fprintf(stderr, "lesctl: bad %s \"%s\"\n", k, s);

@@ -1,0 +1,340 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The acceleration engine's frame (docs/accel.md): which flows it takes,
+ * which part of a packet goes to which side, and what a batch decided.
+ *
+ * A packet that crosses the hop plays two parts.  Its data belongs to the
+ * direction of its sender x, its ACK to the direction of the other end:
+ *
+ *               data of x                    ACK of the other end's data
+ *   to the hop  x's sender side: early ACK,  x is that data's receiver:
+ *               hold, pace (early_ack.c)     its window (receiver.c)
+ *   off the hop x's data's receiver side:    that data's sender side:
+ *               past the window (receiver.c) free, recover, absorb
+ *
+ * The opener calls in here with the flow table's lock held; what it
+ * decides for the packets (forward, pace, absorb) and the early ACKs are
+ * carried out after the lock is dropped, at the end of the batch.
+ */
+#include <linux/slab.h>
+#include <net/tcp.h>
+
+#include "les.h"
+#include "pep.h"
+
+void les_accel_todo_init(struct les_accel_todo *todo)
+{
+	__skb_queue_head_init(&todo->release);
+	__skb_queue_head_init(&todo->pace);
+	__skb_queue_head_init(&todo->drop);
+	todo->pace_bytes = 0;
+}
+
+static struct les_accel_flow *les_accel_flow_get(struct les_pep_net *pn,
+						 struct les_flow *f)
+{
+	struct les_accel_flow *af = f->accel;
+	unsigned int i;
+
+	if (af)
+		return af;
+	af = kzalloc(sizeof(*af), GFP_ATOMIC | __GFP_ACCOUNT);
+	if (!af) {
+		les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
+		return NULL;
+	}
+	af->flow = f;
+	INIT_LIST_HEAD(&af->ack_node);
+	for (i = 0; i < 2; i++) {
+		INIT_LIST_HEAD(&af->dir[i].held);
+		INIT_LIST_HEAD(&af->dir[i].over);
+	}
+	list_add_tail(&af->node, &pn->accel.flows);
+	atomic_inc(&pn->accel.active);
+	f->accel = af;
+	if (list_is_singular(&pn->accel.flows))
+		mod_delayed_work(les_pep_wq, &pn->accel.tick,
+				 msecs_to_jiffies(LES_ACCEL_TICK_MS));
+	return af;
+}
+
+/* Flow table lock held: the flow goes, and nothing it holds is lost. */
+void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
+{
+	struct les_accel_flow *af = f->accel;
+	struct les_accel_net *an = &pn->accel;
+	struct sk_buff_head out;
+	unsigned int i;
+
+	if (!af)
+		return;
+	__skb_queue_head_init(&out);
+	for (i = 0; i < 2; i++) {
+		les_held_purge(an, &af->dir[i], &out);
+		if (af->dir[i].origin)
+			xfrm_state_put(af->dir[i].origin);
+	}
+	list_del(&af->node);
+	list_del(&af->ack_node);
+	atomic_dec(&an->active);
+	f->accel = NULL;
+	kfree(af);
+	if (!skb_queue_empty(&out)) {
+		spin_lock_bh(&an->orphans.lock);
+		skb_queue_splice_tail(&out, &an->orphans);
+		spin_unlock_bh(&an->orphans.lock);
+		mod_delayed_work(les_pep_wq, &an->tick, 0);
+	}
+}
+
+bool les_accel_flow_busy(const struct les_flow *f)
+{
+	const struct les_accel_flow *af = f->accel;
+
+	return af && (af->dir[0].held_bytes || af->dir[1].held_bytes ||
+		      af->dir[0].over_bytes || af->dir[1].over_bytes);
+}
+
+/*
+ * Start early-ACKing the data of @s with this segment, if it may be: the
+ * handshake was seen (window scales), and the receiver has ACKed all data
+ * before this segment (nothing unheld is in flight, so an ACK of ours can
+ * only ever stand for data we hold).  Needs a PEP-origin SA toward @s.
+ */
+static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
+			    unsigned int s, const struct les_pep_pkt *pkt,
+			    struct xfrm_state *view)
+{
+	const struct les_flow_side *rcv = &f->side[!s];
+	struct les_accel_flow *af;
+	struct les_accel_dir *d;
+	struct xfrm_state *origin;
+	u8 shift;
+
+	if (!pkt->payload || !f->handshake || f->state != LES_FLOW_ESTABLISHED ||
+	    !(rcv->flags_seen & LES_TCP_ACK) || rcv->ack != pkt->tcp.seq ||
+	    (f->accel && f->accel->dir[s].early))
+		return;
+	origin = les_origin_find(&pn->accel, view);
+	if (!origin)
+		return;
+	af = les_accel_flow_get(pn, f);
+	if (!af) {
+		xfrm_state_put(origin);
+		return;
+	}
+	d = &af->dir[s];
+	if (d->origin)
+		xfrm_state_put(d->origin);
+	d->origin = origin;
+	shift = rcv->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, rcv->wscale, 14);
+	d->early = true;
+	d->ts = pkt->tcp.has_ts;
+	d->ack_point = pkt->tcp.seq;
+	d->adv_edge = pkt->tcp.seq;
+	d->rcv_ack = rcv->ack;
+	d->rcv_edge = rcv->ack + ((u32)rcv->win << shift);
+	d->rcv_known = true;
+	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);
+}
+
+/* The PEP-origin SA of @d still works, or another one replaces it. */
+static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_accel_dir *d,
+				struct xfrm_state *view)
+{
+	if (READ_ONCE(d->origin->km.state) == XFRM_STATE_VALID)
+		return true;
+	xfrm_state_put(d->origin);
+	d->origin = les_origin_find(&pn->accel, view);
+	return d->origin;
+}
+
+void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
+		      unsigned int from, const struct les_pep_pkt *pkt,
+		      struct sk_buff *skb, struct xfrm_state *view, bool to_hop,
+		      struct les_accel_todo *todo)
+{
+	struct les_accel_net *an = &pn->accel;
+	bool on = READ_ONCE(an->cfg.on);
+	struct les_accel_flow *af;
+	struct les_accel_dir *d;
+
+	if (on && to_hop)
+		les_accel_start(pn, f, from, pkt, view);
+	af = f->accel;
+	if (!af && on && !to_hop && pkt->payload)
+		af = les_accel_flow_get(pn, f);
+	if (!af)
+		goto pass;
+
+	d = &af->dir[from];
+	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
+	if (d->early && (!on || !les_accel_origin_ok(pn, d, view)))
+		d->early = false;
+	if (pkt->tcp.flags & LES_TCP_RST) {
+		/* The connection is over: let go of everything, forward it. */
+		les_accel_flow_free(pn, f);
+		goto pass;
+	}
+
+	if (to_hop) {
+		les_rcv_window(pn, af, !from, todo);
+		les_early_data(pn, af, from, pkt, skb, todo);
+	} else {
+		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo);
+
+		if (pkt->payload || !absorb) {
+			if (!on || !les_rcv_data(pn, af, from, pkt, skb, todo))
+				__skb_queue_tail(&todo->release, skb);
+		} else {
+			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
+			__skb_queue_tail(&todo->drop, skb);
+		}
+	}
+	/* Nothing left to do for it: a plain observed flow again. */
+	if (!on && !les_accel_flow_busy(f) && !af->dir[0].early && !af->dir[1].early)
+		les_accel_flow_free(pn, f);
+	return;
+
+pass:
+	__skb_queue_tail(to_hop ? &todo->pace : &todo->release, skb);
+}
+
+/* Carry out @todo: data onto the hop or on its way, early ACKs, drops. */
+static void les_accel_todo_run(struct les_pep_net *pn,
+			       struct les_accel_todo *todo)
+{
+	struct sk_buff *skb;
+
+	les_pacer_queue(&pn->accel.pacer, &todo->pace);
+	if (!skb_queue_empty(&todo->release)) {
+		local_bh_disable();
+		while ((skb = __skb_dequeue(&todo->release)))
+			les_accel_release(pn->net, skb);
+		local_bh_enable();
+	}
+	while ((skb = __skb_dequeue(&todo->drop)))
+		consume_skb(skb);
+}
+
+struct les_ack_job {
+	struct xfrm_state *x;
+	struct les_ack_desc d;
+};
+
+#define LES_ACK_JOBS	16
+
+/* The early ACKs the batch made due: built under the lock, sent after. */
+static void les_accel_send_acks(struct les_pep_net *pn)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct les_ack_job jobs[LES_ACK_JOBS];
+	struct les_accel_flow *af;
+	unsigned int n, i, s;
+
+	do {
+		n = 0;
+		spin_lock_bh(&pn->flows.lock);
+		while (n + 2 <= LES_ACK_JOBS && !list_empty(&an->ack_due)) {
+			af = list_first_entry(&an->ack_due, struct les_accel_flow,
+					      ack_node);
+			list_del_init(&af->ack_node);
+			for (s = 0; s < 2; s++) {
+				if (!af->dir[s].origin ||
+				    !les_early_ack_desc(pn, af, s, &jobs[n].d))
+					continue;
+				jobs[n].x = af->dir[s].origin;
+				xfrm_state_hold(jobs[n].x);
+				n++;
+			}
+		}
+		spin_unlock_bh(&pn->flows.lock);
+		for (i = 0; i < n; i++) {
+			if (les_origin_send(jobs[i].x, &jobs[i].d))
+				les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
+			else
+				les_stat_inc(pn->net, LES_STAT_ACCEL_EARLY_ACKS);
+			xfrm_state_put(jobs[i].x);
+		}
+	} while (n);
+}
+
+/* The end of an opener batch. */
+void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo)
+{
+	les_accel_todo_run(pn, todo);
+	les_accel_send_acks(pn);
+}
+
+/* Packets of flows that went away: forwarded, paced like the rest. */
+static void les_accel_orphans(struct les_pep_net *pn)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct sk_buff_head list;
+
+	__skb_queue_head_init(&list);
+	spin_lock_bh(&an->orphans.lock);
+	skb_queue_splice_init(&an->orphans, &list);
+	spin_unlock_bh(&an->orphans.lock);
+	les_pacer_queue(&an->pacer, &list);
+}
+
+/* Every LES_ACCEL_TICK_MS while flows are accelerated: the timers. */
+static void les_accel_tick(struct work_struct *work)
+{
+	struct les_accel_net *an = container_of(to_delayed_work(work),
+						struct les_accel_net, tick);
+	struct les_pep_net *pn = container_of(an, struct les_pep_net, accel);
+	struct les_accel_todo todo;
+	struct les_accel_flow *af;
+	ktime_t now = ktime_get();
+	bool more;
+
+	les_accel_orphans(pn);
+	les_accel_todo_init(&todo);
+	spin_lock_bh(&pn->flows.lock);
+	list_for_each_entry(af, &an->flows, node) {
+		les_early_timer(pn, af, 0, now, &todo);
+		les_early_timer(pn, af, 1, now, &todo);
+		/* The pacer has room again: what waits for it goes in. */
+		les_early_push(pn, &af->dir[0], &todo);
+		les_early_push(pn, &af->dir[1], &todo);
+	}
+	more = !list_empty(&an->flows);
+	spin_unlock_bh(&pn->flows.lock);
+	les_accel_todo_run(pn, &todo);
+	if (more)
+		queue_delayed_work(les_pep_wq, &an->tick,
+				   msecs_to_jiffies(LES_ACCEL_TICK_MS));
+}
+
+void les_accel_net_init(struct les_pep_net *pn)
+{
+	struct les_accel_net *an = &pn->accel;
+
+	an->cfg.on = false;
+	an->cfg.hop_ifindex = 0;
+	an->cfg.hop_rate = 0;
+	an->cfg.flow_buffer = LES_ACCEL_FLOW_BUFFER_DEFAULT;
+	an->cfg.buffer = LES_ACCEL_BUFFER_DEFAULT;
+	an->cfg.peer_buffer = 0;
+	INIT_LIST_HEAD(&an->flows);
+	INIT_LIST_HEAD(&an->ack_due);
+	atomic_set(&an->active, 0);
+	an->held_bytes = 0;
+	skb_queue_head_init(&an->orphans);
+	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
+	spin_lock_init(&an->origin_lock);
+	INIT_LIST_HEAD(&an->origin_sas);
+	les_pacer_init(&an->pacer, pn->net);
+}
+
+/* After the hook and the opener are gone and the flows freed. */
+void les_accel_net_exit(struct les_pep_net *pn)
+{
+	struct les_accel_net *an = &pn->accel;
+
+	cancel_delayed_work_sync(&an->tick);
+	les_accel_orphans(pn);
+	les_pacer_stop(&an->pacer);
+}

@@ -1,0 +1,190 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * The acceleration engine (docs/accel.md): what a PEP does with the TCP
+ * flows it reads, once `lesctl pep set accel on` names the satellite hop.
+ *
+ * Per flow and per direction of data, a PEP is on the sender's side (the
+ * data leaves it onto the hop: early ACKs, held copies, pacing, recovery:
+ * early_ack.c, hold.c, pace.c) or on the receiver's side (the data came
+ * off the hop: holding past the receiver's window: receiver.c).  Packets a
+ * PEP makes go out on PEP-origin SAs (origin.c).  Everything runs in the
+ * namespace's opener (pep.c), under the flow table's lock, except the
+ * pacer's timer and the sending of what a batch decided.
+ */
+#ifndef LES_ACCEL_H
+#define LES_ACCEL_H
+
+#include <linux/hrtimer.h>
+#include <linux/list.h>
+#include <linux/skbuff.h>
+#include <linux/spinlock.h>
+#include <net/xfrm.h>
+
+#include "les_wire.h"
+
+struct les_pep_net;
+struct les_flow;
+struct les_pep_pkt;
+struct les_sa;
+
+/* Settings (lesctl pep set); the defaults fit 10 Mbit/s x 600 ms (750 kB). */
+#define LES_ACCEL_FLOW_BUFFER_DEFAULT	(2U << 20)
+#define LES_ACCEL_BUFFER_DEFAULT	(64U << 20)
+#define LES_ACCEL_BUFFER_MAX		(1024U << 20)
+#define LES_ACCEL_RATE_MAX		(100U * 1000 * 1000)	/* kbit/s */
+/* The pacer sends at this share of the hop's rate (link framing, drift). */
+#define LES_ACCEL_PACE_PERMILLE		970
+/* Retransmission timer: at least this, and twice the hop's RTT. */
+#define LES_ACCEL_RTO_MIN_MS		200
+#define LES_ACCEL_TICK_MS		20
+
+struct les_accel_cfg {
+	bool on;
+	int hop_ifindex;	/* the satellite hop's device, 0: none */
+	u32 hop_rate;		/* kbit/s this PEP sends onto the hop */
+	u32 flow_buffer;	/* bytes one direction of a flow may hold */
+	u32 buffer;		/* bytes the namespace may hold */
+	u32 peer_buffer;	/* bytes the far PEP holds past a receiver's window */
+};
+
+/* A packet the engine holds: its bytes are never changed (BRIEF D3). */
+struct les_held {
+	struct list_head node;
+	struct sk_buff *skb;	/* as received; sent as clones */
+	u32 seq, end;		/* the TCP data it carries */
+	u32 tsval;		/* its sender's TSval */
+	ktime_t sent;		/* last time onto the hop, 0: not yet */
+	u8 tx;			/* times sent */
+	bool sacked;
+};
+
+/* One direction of data of an accelerated flow, indexed by its sender. */
+struct les_accel_dir {
+	/* Sender's side: this PEP sends the data onto the hop. */
+	bool early;		/* early-ACKing */
+	bool ack_due;		/* an early ACK waits for the batch's end */
+	u32 ack_point;		/* data below it is held or delivered: ACKed */
+	u32 adv_edge;		/* right edge advertised to the sender */
+	bool ts;		/* the flow uses timestamps */
+	u32 tsecr;		/* the sender's TSval of the newest in-order data */
+	struct list_head held;	/* by sequence number */
+	struct les_held *unsent;	/* first held copy not sent yet */
+	u32 held_bytes;
+	u32 rcv_ack;		/* the receiver's own cumulative ACK */
+	u32 rcv_edge;		/* and its right edge */
+	bool rcv_known;
+	u8 dupacks;
+	struct xfrm_state *origin;	/* PEP-origin SA toward the sender */
+	/* Receiver's side: the data came off the hop. */
+	struct list_head over;	/* past the receiver's window, in order */
+	u32 over_bytes;
+};
+
+struct les_accel_flow {
+	struct list_head node;		/* on les_accel_net.flows */
+	struct list_head ack_node;	/* on les_accel_net.ack_due */
+	struct les_flow *flow;
+	struct les_accel_dir dir[2];	/* indexed like les_flow.key.end */
+};
+
+/* What the opener does with the packets and ACKs of a batch, in order. */
+struct les_accel_todo {
+	struct sk_buff_head release;	/* forward now */
+	struct sk_buff_head pace;	/* onto the hop, paced */
+	struct sk_buff_head drop;	/* absorbed */
+	unsigned int pace_bytes;
+};
+
+struct les_pacer {
+	spinlock_t lock;	/* everything below but the timer */
+	struct sk_buff_head q;
+	struct hrtimer timer;
+	struct net *net;
+	ktime_t next;		/* earliest time of the next packet */
+	u32 rate;		/* kbit/s, 0: no pacing */
+	unsigned int bytes;	/* queued */
+	bool armed;		/* the timer will run */
+};
+
+/*
+ * What the pacer keeps queued at most, in time at its rate: a held copy is
+ * sent when the link can take it (its retransmission timer then starts
+ * when it really leaves), and a resent copy does not wait behind seconds
+ * of queue.  More than the engine's tick, so the link never idles.
+ */
+#define LES_PACER_QUEUE_MS	60
+/* How late the pacer may make up for (a timer's lateness), in time. */
+#define LES_PACER_SLACK_US	2000
+#define LES_PACER_QUEUE_MIN	(16U << 10)
+
+struct les_accel_net {
+	struct les_accel_cfg cfg;	/* written under the PEP's cfg_lock */
+	/* Flows with engine state: the hook takes packets while there are. */
+	atomic_t active;
+	struct delayed_work tick;	/* timers, orphans */
+	struct list_head flows;		/* accelerated flows: flow table lock */
+	struct list_head ack_due;	/* flows with an early ACK to send */
+	u64 held_bytes;			/* flow table lock */
+	struct les_pacer pacer;
+	/* Packets of flows that went away, to be forwarded by the opener. */
+	struct sk_buff_head orphans;
+	/* PEP-origin SAs of the namespace (origin.c). */
+	spinlock_t origin_lock;
+	struct list_head origin_sas;
+};
+
+/* accel.c: from the opener */
+void les_accel_net_init(struct les_pep_net *pn);
+void les_accel_net_exit(struct les_pep_net *pn);
+void les_accel_todo_init(struct les_accel_todo *todo);
+void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
+		      unsigned int from, const struct les_pep_pkt *pkt,
+		      struct sk_buff *skb, struct xfrm_state *view, bool to_hop,
+		      struct les_accel_todo *todo);
+void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
+void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
+bool les_accel_flow_busy(const struct les_flow *f);
+void les_accel_release(struct net *net, struct sk_buff *skb);
+
+/* early_ack.c: the sender's side */
+void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
+		    unsigned int s, const struct les_pep_pkt *pkt,
+		    struct sk_buff *skb, struct les_accel_todo *todo);
+bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
+		       unsigned int s, const struct les_pep_pkt *pkt,
+		       struct les_accel_todo *todo);
+bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
+			unsigned int s, struct les_ack_desc *desc);
+void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
+		     unsigned int s, ktime_t now, struct les_accel_todo *todo);
+void les_early_push(struct les_pep_net *pn, struct les_accel_dir *d,
+		    struct les_accel_todo *todo);
+
+/* hold.c: the held-packet store */
+struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end);
+void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
+		   struct les_held *h);
+void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
+		    struct sk_buff_head *out);
+void les_held_send(struct les_held *h, struct les_accel_todo *todo);
+
+/* receiver.c: the receiver's side */
+bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
+		  unsigned int s, const struct les_pep_pkt *pkt,
+		  struct sk_buff *skb, struct les_accel_todo *todo);
+void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
+		    unsigned int s, struct les_accel_todo *todo);
+
+/* pace.c */
+void les_pacer_init(struct les_pacer *p, struct net *net);
+void les_pacer_set_rate(struct les_pacer *p, u32 kbit);
+void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list);
+void les_pacer_stop(struct les_pacer *p);
+bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo);
+
+/* origin.c */
+struct xfrm_state *les_origin_find(struct les_accel_net *an,
+				   const struct xfrm_state *view);
+int les_origin_send(struct xfrm_state *x, const struct les_ack_desc *d);
+
+#endif /* LES_ACCEL_H */

@@ -1,0 +1,358 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The sender's side (docs/accel.md 3): the PEP that sends a flow's data
+ * onto the hop ACKs it to the sender as soon as it holds a copy, so the
+ * sender's window opens at LAN round trips; it sends the data on at the
+ * hop's rate, recovers what the hop loses from its copies, and absorbs
+ * the receiver's ACKs that the sender already had from it.
+ *
+ * "Ahead" numbers, in the sequence space of the data (s: sender, r:
+ * receiver):
+ *   rcv_ack <= (held copies) <= ack_point <= adv_edge
+ * rcv_ack is the receiver's own cumulative ACK; ack_point what the sender
+ * had ACKed by the PEP; adv_edge the right edge of the window the PEP
+ * gave it.  The lead (ack_point - rcv_ack) is what a crash of the PEP
+ * would cost (docs/accel.md 7): flow-buffer bounds it.
+ *
+ * How a Linux sender takes these ACKs is in docs/accel.md 2; in short:
+ * timestamps copied, never invented; the window's right edge never moves
+ * back; sequence number the receiver's own.
+ */
+#include <linux/ktime.h>
+#include <net/tcp.h>
+
+#include "les.h"
+#include "pep.h"
+
+static u8 les_early_shift(const struct les_flow_side *side)
+{
+	return side->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, side->wscale, 14);
+}
+
+/* The PEP -> receiver -> PEP round trip, or a safe guess before a sample. */
+static u32 les_early_rtt_us(const struct les_flow *f, unsigned int r)
+{
+	return f->side[r].rtt_samples ? f->side[r].srtt_us : USEC_PER_SEC;
+}
+
+/* How far into the data the hop may carry now (the receiver's window). */
+static u32 les_early_send_limit(struct les_pep_net *pn,
+				const struct les_accel_dir *d)
+{
+	return d->rcv_edge + READ_ONCE(pn->accel.cfg.peer_buffer);
+}
+
+/*
+ * Send the held copies that wait, in order, as far as the receiver's
+ * window and the pacer's queue allow.
+ */
+void les_early_push(struct les_pep_net *pn, struct les_accel_dir *d,
+		    struct les_accel_todo *todo)
+{
+	u32 limit = les_early_send_limit(pn, d);
+	struct les_held *h = d->unsent;
+
+	/* Copies that came out of order may have gone already: skipped. */
+	for (; h; h = list_is_last(&h->node, &d->held) ? NULL : list_next_entry(h, node)) {
+		if (h->tx)
+			continue;
+		if (after(h->end, limit) || !les_pacer_room(&pn->accel.pacer, todo))
+			break;
+		les_held_send(h, todo);
+	}
+	d->unsent = h;
+}
+
+/* Room for more data in the flow's buffer: the window we may give. */
+static u32 les_early_space(struct les_accel_net *an, const struct les_accel_dir *d)
+{
+	u32 flow_buffer = READ_ONCE(an->cfg.flow_buffer);
+
+	return d->held_bytes < flow_buffer ? flow_buffer - d->held_bytes : 0;
+}
+
+static void les_early_ack_due(struct les_pep_net *pn,
+			      struct les_accel_flow *af, unsigned int s)
+{
+	if (!af->dir[s].ack_due) {
+		af->dir[s].ack_due = true;
+		if (list_empty(&af->ack_node))
+			list_add_tail(&af->ack_node, &pn->accel.ack_due);
+	}
+}
+
+/*
+ * Where [@seq, @end) goes in the held list, which is in sequence order:
+ * after the returned copy (NULL: first).  An ERR_PTR if it overlaps a copy
+ * held already.  From the tail: in-order data is appended.
+ */
+static struct les_held *les_early_slot(struct les_accel_dir *d, u32 seq, u32 end)
+{
+	struct les_held *h, *next = NULL;
+
+	list_for_each_entry_reverse(h, &d->held, node) {
+		if (!after(h->end, seq))
+			break;
+		next = h;
+	}
+	if (list_entry_is_head(h, &d->held, node))
+		h = NULL;
+	if (next && after(end, next->seq))
+		return ERR_PTR(-EEXIST);
+	return h;
+}
+
+/* A segment from the sender @s, on its way onto the hop. */
+void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
+		    unsigned int s, const struct les_pep_pkt *pkt,
+		    struct sk_buff *skb, struct les_accel_todo *todo)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct les_accel_dir *d = &af->dir[s];
+	const struct les_tcp_seg *t = &pkt->tcp;
+	u32 len = pkt->payload, seq = t->seq, end = seq + len;
+	struct les_held *h, *prev;
+	bool room;
+
+	/*
+	 * The sender probes a window we closed (seq below what we ACKed, no
+	 * data): the answer is ours to give, the receiver's would be absorbed.
+	 */
+	if (d->early && !len && before(seq, d->ack_point) &&
+	    !(t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST))) {
+		les_early_ack_due(pn, af, s);
+		__skb_queue_tail(&todo->drop, skb);
+		return;
+	}
+	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
+	if (!d->early || !len ||
+	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
+		__skb_queue_tail(&todo->pace, skb);
+		return;
+	}
+	if (!after(end, d->ack_point)) {
+		/*
+		 * The sender sent again what it had from us as ACKed (an ACK
+		 * of ours lost, or its timer): the hop needs none of it.
+		 */
+		les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_DATA);
+		__skb_queue_tail(&todo->drop, skb);
+		les_early_ack_due(pn, af, s);
+		return;
+	}
+	/*
+	 * A resent segment may reach past what we hold (the sender cuts
+	 * segments anew when it retransmits): held for the new part.
+	 */
+	if (before(seq, d->ack_point))
+		seq = d->ack_point;
+	len = end - seq;
+	room = !after(end, d->adv_edge) ||
+	       d->held_bytes + len <= READ_ONCE(an->cfg.flow_buffer);
+	room = room && an->held_bytes + len <= READ_ONCE(an->cfg.buffer);
+	prev = room ? les_early_slot(d, seq, end) : ERR_PTR(-ENOSPC);
+	h = IS_ERR(prev) ? NULL : les_held_new(skb, seq, end);
+	if (!h) {
+		/*
+		 * No room, or it overlaps what we hold: it travels unheld and
+		 * its ACK comes from the receiver.
+		 */
+		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
+		__skb_queue_tail(&todo->pace, skb);
+		return;
+	}
+	h->tsval = t->tsval;
+	list_add(&h->node, prev ? &prev->node : &d->held);
+	if (!d->unsent || before(seq, d->unsent->seq))
+		d->unsent = h;
+	d->held_bytes += len;
+	an->held_bytes += len;
+	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
+	/*
+	 * In order, the ACK point moves past it and past what came early
+	 * and now joins it; out of order (the sender's packets may overtake
+	 * each other, as async crypto completes), it waits for the hole.
+	 */
+	for (; h->seq == d->ack_point; h = list_next_entry(h, node)) {
+		d->ack_point = h->end;
+		if (t->has_ts)
+			d->tsecr = h->tsval;
+		if (list_is_last(&h->node, &d->held))
+			break;
+	}
+	les_early_push(pn, d, todo);
+	les_early_ack_due(pn, af, s);
+}
+
+/*
+ * Send again the copies the receiver's SACK blocks say the hop lost: those
+ * sent before data that has arrived since (below @sacked_high), not
+ * SACKed, and not sent again within the last round trip.  Without SACK,
+ * dup-ACKs name the first hole only (@sacked_high 0).
+ */
+static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
+			      unsigned int s, u32 sacked_high,
+			      struct les_accel_todo *todo)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	s64 wait = (s64)les_early_rtt_us(af->flow, !s) * 5 / 4;
+	ktime_t now = ktime_get();
+	struct les_held *h;
+
+	list_for_each_entry(h, &d->held, node) {
+		if (sacked_high && !before(h->seq, sacked_high))
+			break;
+		if (!h->tx)
+			continue;
+		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait) {
+			les_held_send(h, todo);
+			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_RETRANS);
+		}
+		if (!sacked_high)
+			break;
+	}
+}
+
+/*
+ * A segment from the receiver (!@s) off the hop, with what it says of the
+ * data of @s.  Returns true if it is a pure ACK the sender already had from
+ * us: it is absorbed (docs/accel.md 3.3).
+ */
+bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
+		       unsigned int s, const struct les_pep_pkt *pkt,
+		       struct les_accel_todo *todo)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct les_accel_dir *d = &af->dir[s];
+	struct les_flow *f = af->flow;
+	const struct les_tcp_seg *t = &pkt->tcp;
+	u32 ack = t->ack, edge, sacked_high = 0;
+	struct les_held *h, *tmp;
+	bool progress = false, beyond;
+	unsigned int i;
+
+	if (!(t->flags & LES_TCP_ACK))
+		return false;
+	/* News for the sender: data that went unheld has arrived. */
+	beyond = after(ack, d->ack_point);
+	edge = ack + ((u32)t->win << les_early_shift(&f->side[!s]));
+	if (!d->rcv_known || after(ack, d->rcv_ack)) {
+		d->rcv_ack = ack;
+		d->rcv_known = true;
+		d->dupacks = 0;
+		progress = true;
+		list_for_each_entry_safe(h, tmp, &d->held, node) {
+			if (after(h->end, ack))
+				break;
+			les_held_free(an, d, h);
+		}
+	} else if (ack == d->rcv_ack && !pkt->payload && !list_empty(&d->held)) {
+		d->dupacks++;
+	}
+	if (progress || after(edge, d->rcv_edge))
+		d->rcv_edge = after(edge, d->rcv_edge) ? edge : d->rcv_edge;
+	/* The receiver's ACK passed ours (data that went unheld). */
+	if (after(d->rcv_ack, d->ack_point)) {
+		d->ack_point = d->rcv_ack;
+		if (after(d->ack_point, d->adv_edge))
+			d->adv_edge = d->ack_point;
+	}
+
+	for (i = 0; i < t->sack_n; i++) {
+		u32 left = t->sack[2 * i], right = t->sack[2 * i + 1];
+
+		if (!after(right, d->rcv_ack))
+			continue;
+		list_for_each_entry(h, &d->held, node) {
+			if (!before(h->seq, right))
+				break;
+			if (!before(h->seq, left) && !after(h->end, right))
+				h->sacked = true;
+		}
+		if (after(right, sacked_high) || !sacked_high)
+			sacked_high = right;
+	}
+	/*
+	 * Copies freed: the window we gave may open again.  The sender hears
+	 * of it only from us (the receiver's ACKs stop here), so say it once
+	 * an eighth of the buffer is free, or at once after a zero window.
+	 */
+	if (progress && d->early) {
+		u32 space = les_early_space(an, d);
+
+		if (after(d->ack_point + space, d->adv_edge) &&
+		    (d->adv_edge == d->ack_point ||
+		     d->ack_point + space - d->adv_edge >= READ_ONCE(an->cfg.flow_buffer) / 8))
+			les_early_ack_due(pn, af, s);
+	}
+	if (sacked_high)
+		les_early_recover(pn, af, s, sacked_high, todo);
+	else if (d->dupacks >= 3)
+		les_early_recover(pn, af, s, 0, todo);
+	les_early_push(pn, d, todo);
+
+	return d->early && !pkt->payload && !beyond &&
+	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));
+}
+
+/* The timer: a held copy unanswered for too long goes again. */
+void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
+		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	s64 rto = max_t(s64, 2LL * les_early_rtt_us(af->flow, !s),
+			LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
+	struct les_held *h;
+
+	list_for_each_entry(h, &d->held, node) {
+		if (!h->tx || h->sacked)
+			continue;
+		if (ktime_us_delta(now, h->sent) >= rto << min_t(u8, h->tx - 1, 5)) {
+			les_held_send(h, todo);
+			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+		}
+		/* The oldest one only: the rest follow as ACKs come. */
+		break;
+	}
+}
+
+/*
+ * The early ACK of @s's data, as the receiver would send it (its address,
+ * port, sequence number and timestamp clock).  False if none is due.
+ */
+bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
+			unsigned int s, struct les_ack_desc *desc)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	struct les_flow *f = af->flow;
+	const struct les_flow_side *rcv = &f->side[!s];
+	struct les_accel_net *an = &pn->accel;
+	unsigned int alen = f->key.family == AF_INET ? 4 : 16;
+	u32 space, win;
+	u8 shift = les_early_shift(rcv);
+
+	if (!d->ack_due)
+		return false;
+	d->ack_due = false;
+
+	space = les_early_space(an, d);
+	if (after(d->ack_point + space, d->adv_edge))
+		d->adv_edge = d->ack_point + space;
+	win = (d->adv_edge - d->ack_point) >> shift;
+
+	memset(desc, 0, sizeof(*desc));
+	desc->family = f->key.family == AF_INET ? 4 : 6;
+	memcpy(desc->saddr, &f->key.end[!s].addr, alen);
+	memcpy(desc->daddr, &f->key.end[s].addr, alen);
+	desc->sport = ntohs(f->key.end[!s].port);
+	desc->dport = ntohs(f->key.end[s].port);
+	desc->seq = rcv->have_next ? rcv->next : rcv->seq;
+	desc->ack = d->ack_point;
+	desc->win = min_t(u32, win, 0xffff);
+	desc->flags = LES_TCP_ACK;
+	/* The receiver's clock, as far as it has shown it: never ahead. */
+	desc->has_ts = d->ts && rcv->have_ts;
+	desc->tsval = rcv->tsval;
+	desc->tsecr = d->tsecr;
+	return true;
+}
