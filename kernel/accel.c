@@ -70,6 +70,8 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 		return;
 	__skb_queue_head_init(&out);
 	for (i = 0; i < 2; i++) {
+		if (af->dir[i].thin_skb)
+			__skb_queue_tail(&out, af->dir[i].thin_skb);
 		les_held_purge(an, &af->dir[i], &out);
 		if (af->dir[i].origin)
 			xfrm_state_put(af->dir[i].origin);
@@ -142,9 +144,10 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_accel_dir *d,
 				struct xfrm_state *view)
 {
-	if (READ_ONCE(d->origin->km.state) == XFRM_STATE_VALID)
+	if (d->origin && READ_ONCE(d->origin->km.state) == XFRM_STATE_VALID)
 		return true;
-	xfrm_state_put(d->origin);
+	if (d->origin)
+		xfrm_state_put(d->origin);
 	d->origin = les_origin_find(&pn->accel, view);
 	return d->origin;
 }
@@ -169,8 +172,14 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 
 	d = &af->dir[from];
 	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
-	if (d->early && (!on || !les_accel_origin_ok(pn, d, view)))
+	if (d->early && (!on || !les_accel_origin_ok(pn, d, view))) {
 		d->early = false;
+		/* A deleted SA must not live on here (nor keep the module). */
+		if (d->origin) {
+			xfrm_state_put(d->origin);
+			d->origin = NULL;
+		}
+	}
 	if (pkt->tcp.flags & LES_TCP_RST) {
 		/* The connection is over: let go of everything, forward it. */
 		les_accel_flow_free(pn, f);
@@ -179,6 +188,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 
 	if (to_hop) {
 		les_rcv_window(pn, af, !from, todo);
+		if (on && les_rcv_thin(pn, af, !from, pkt, skb, todo))
+			return;
 		les_early_data(pn, af, from, pkt, skb, todo);
 	} else {
 		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo);
@@ -197,7 +208,10 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	return;
 
 pass:
-	__skb_queue_tail(to_hop ? &todo->pace : &todo->release, skb);
+	if (to_hop)
+		les_hop_queue_skb(pn, skb, todo);
+	else
+		__skb_queue_tail(&todo->release, skb);
 }
 
 /* Carry out @todo: data onto the hop or on its way, early ACKs, drops. */
@@ -296,11 +310,12 @@ static void les_accel_tick(struct work_struct *work)
 	list_for_each_entry(af, &an->flows, node) {
 		les_early_timer(pn, af, 0, now, &todo);
 		les_early_timer(pn, af, 1, now, &todo);
-		/* The pacer has room again: what waits for it goes in. */
-		les_early_push(pn, &af->dir[0], &todo);
-		les_early_push(pn, &af->dir[1], &todo);
+		les_rcv_thin_flush(pn, &af->dir[0], &todo, now);
+		les_rcv_thin_flush(pn, &af->dir[1], &todo, now);
 	}
-	more = !list_empty(&an->flows);
+	/* The pacer has room again: what waits for it goes in. */
+	les_hop_drain(pn, &todo);
+	more = !list_empty(&an->flows) || !list_empty(&an->hop_queue);
 	spin_unlock_bh(&pn->flows.lock);
 	les_accel_todo_run(pn, &todo);
 	if (more)
@@ -319,6 +334,7 @@ void les_accel_net_init(struct les_pep_net *pn)
 	an->cfg.buffer = LES_ACCEL_BUFFER_DEFAULT;
 	an->cfg.peer_buffer = 0;
 	INIT_LIST_HEAD(&an->flows);
+	INIT_LIST_HEAD(&an->hop_queue);
 	INIT_LIST_HEAD(&an->ack_due);
 	atomic_set(&an->active, 0);
 	an->held_bytes = 0;
@@ -327,6 +343,30 @@ void les_accel_net_init(struct les_pep_net *pn)
 	spin_lock_init(&an->origin_lock);
 	INIT_LIST_HEAD(&an->origin_sas);
 	les_pacer_init(&an->pacer, pn->net);
+}
+
+/*
+ * Namespace exit, before any device goes: the hook and the opener are gone;
+ * what the engine holds is sent now or dropped (held skbs keep conntrack
+ * entries and dsts that the namespace's exit waits for).
+ */
+void les_accel_net_pre_exit(struct les_pep_net *pn)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct les_accel_flow *af, *tmp;
+
+	struct sk_buff_head out;
+
+	__skb_queue_head_init(&out);
+	spin_lock_bh(&pn->flows.lock);
+	list_for_each_entry_safe(af, tmp, &an->flows, node)
+		les_accel_flow_free(pn, af->flow);
+	les_hop_flush(pn, &out);
+	spin_unlock_bh(&pn->flows.lock);
+	cancel_delayed_work_sync(&an->tick);
+	les_pacer_queue(&an->pacer, &out);
+	les_accel_orphans(pn);
+	les_pacer_stop(&an->pacer);
 }
 
 /* After the hook and the opener are gone and the flows freed. */

@@ -16,6 +16,7 @@
 
 #include <linux/hrtimer.h>
 #include <linux/list.h>
+#include <linux/netfilter.h>
 #include <linux/skbuff.h>
 #include <linux/spinlock.h>
 #include <net/xfrm.h>
@@ -36,7 +37,10 @@ struct les_sa;
 #define LES_ACCEL_PACE_PERMILLE		970
 /* Retransmission timer: at least this, and twice the hop's RTT. */
 #define LES_ACCEL_RTO_MIN_MS		200
-#define LES_ACCEL_TICK_MS		20
+#define LES_ACCEL_TICK_MS		10
+/* ACK thinning: a receiver's pure ACK waits at most this, or this much data. */
+#define LES_THIN_MS			20
+#define LES_THIN_SEGMENTS		8
 
 struct les_accel_cfg {
 	bool on;
@@ -49,7 +53,15 @@ struct les_accel_cfg {
 
 /* A packet the engine holds: its bytes are never changed (BRIEF D3). */
 struct les_held {
-	struct list_head node;
+	struct list_head node;	/* on its direction's held or over list */
+	/*
+	 * On the namespace's hop queue until first sent (pace.c), with
+	 * @dir; a packet that only passes through waits there too, as a
+	 * node of its own with no @dir.
+	 */
+	struct list_head wait;
+	struct les_accel_dir *dir;
+	bool waiting;
 	struct sk_buff *skb;	/* as received; sent as clones */
 	u32 seq, end;		/* the TCP data it carries */
 	u32 tsval;		/* its sender's TSval */
@@ -68,7 +80,6 @@ struct les_accel_dir {
 	bool ts;		/* the flow uses timestamps */
 	u32 tsecr;		/* the sender's TSval of the newest in-order data */
 	struct list_head held;	/* by sequence number */
-	struct les_held *unsent;	/* first held copy not sent yet */
 	u32 held_bytes;
 	u32 rcv_ack;		/* the receiver's own cumulative ACK */
 	u32 rcv_edge;		/* and its right edge */
@@ -78,6 +89,13 @@ struct les_accel_dir {
 	/* Receiver's side: the data came off the hop. */
 	struct list_head over;	/* past the receiver's window, in order */
 	u32 over_bytes;
+	/* ACK thinning: the receiver's newest pure ACK, waiting to go. */
+	struct sk_buff *thin_skb;
+	ktime_t thin_since;
+	u32 thin_ack;
+	u32 fwd_ack;		/* the last ACK of the receiver let through */
+	u16 fwd_win;
+	bool fwd_valid;
 };
 
 struct les_accel_flow {
@@ -123,6 +141,8 @@ struct les_accel_net {
 	atomic_t active;
 	struct delayed_work tick;	/* timers, orphans */
 	struct list_head flows;		/* accelerated flows: flow table lock */
+	/* What goes onto the hop, in arrival order (pace.c): flow table lock. */
+	struct list_head hop_queue;
 	struct list_head ack_due;	/* flows with an early ACK to send */
 	u64 held_bytes;			/* flow table lock */
 	struct les_pacer pacer;
@@ -145,6 +165,8 @@ void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
 bool les_accel_flow_busy(const struct les_flow *f);
 void les_accel_release(struct net *net, struct sk_buff *skb);
+void les_accel_note_okfn(const struct nf_hook_state *state);
+void les_accel_net_pre_exit(struct les_pep_net *pn);
 
 /* early_ack.c: the sender's side */
 void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
@@ -157,8 +179,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 			unsigned int s, struct les_ack_desc *desc);
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo);
-void les_early_push(struct les_pep_net *pn, struct les_accel_dir *d,
-		    struct les_accel_todo *todo);
+u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d);
 
 /* hold.c: the held-packet store */
 struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end);
@@ -166,7 +187,7 @@ void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 		   struct les_held *h);
 void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 		    struct sk_buff_head *out);
-void les_held_send(struct les_held *h, struct les_accel_todo *todo);
+bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
 
 /* receiver.c: the receiver's side */
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
@@ -174,6 +195,12 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  struct sk_buff *skb, struct les_accel_todo *todo);
 void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, struct les_accel_todo *todo);
+bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
+		  unsigned int s, const struct les_pep_pkt *pkt,
+		  struct sk_buff *skb, struct les_accel_todo *todo);
+void les_rcv_thin_flush(struct les_pep_net *pn, struct les_accel_dir *d,
+			struct les_accel_todo *todo, ktime_t now);
+
 
 /* pace.c */
 void les_pacer_init(struct les_pacer *p, struct net *net);
@@ -181,6 +208,12 @@ void les_pacer_set_rate(struct les_pacer *p, u32 kbit);
 void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list);
 void les_pacer_stop(struct les_pacer *p);
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo);
+void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
+			struct les_accel_dir *d);
+void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
+		       struct les_accel_todo *todo);
+void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo);
+void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
 
 /* origin.c */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,

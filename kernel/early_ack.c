@@ -36,31 +36,9 @@ static u32 les_early_rtt_us(const struct les_flow *f, unsigned int r)
 }
 
 /* How far into the data the hop may carry now (the receiver's window). */
-static u32 les_early_send_limit(struct les_pep_net *pn,
-				const struct les_accel_dir *d)
+u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d)
 {
 	return d->rcv_edge + READ_ONCE(pn->accel.cfg.peer_buffer);
-}
-
-/*
- * Send the held copies that wait, in order, as far as the receiver's
- * window and the pacer's queue allow.
- */
-void les_early_push(struct les_pep_net *pn, struct les_accel_dir *d,
-		    struct les_accel_todo *todo)
-{
-	u32 limit = les_early_send_limit(pn, d);
-	struct les_held *h = d->unsent;
-
-	/* Copies that came out of order may have gone already: skipped. */
-	for (; h; h = list_is_last(&h->node, &d->held) ? NULL : list_next_entry(h, node)) {
-		if (h->tx)
-			continue;
-		if (after(h->end, limit) || !les_pacer_room(&pn->accel.pacer, todo))
-			break;
-		les_held_send(h, todo);
-	}
-	d->unsent = h;
 }
 
 /* Room for more data in the flow's buffer: the window we may give. */
@@ -127,7 +105,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
 	if (!d->early || !len ||
 	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
-		__skb_queue_tail(&todo->pace, skb);
+		les_hop_queue_skb(pn, skb, todo);
 		return;
 	}
 	if (!after(end, d->ack_point)) {
@@ -158,13 +136,12 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 * its ACK comes from the receiver.
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
-		__skb_queue_tail(&todo->pace, skb);
+		les_hop_queue_skb(pn, skb, todo);
 		return;
 	}
 	h->tsval = t->tsval;
 	list_add(&h->node, prev ? &prev->node : &d->held);
-	if (!d->unsent || before(seq, d->unsent->seq))
-		d->unsent = h;
+	les_hop_queue_held(pn, h, d);
 	d->held_bytes += len;
 	an->held_bytes += len;
 	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
@@ -180,7 +157,6 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (list_is_last(&h->node, &d->held))
 			break;
 	}
-	les_early_push(pn, d, todo);
 	les_early_ack_due(pn, af, s);
 }
 
@@ -246,14 +222,27 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 				break;
 			les_held_free(an, d, h);
 		}
-	} else if (ack == d->rcv_ack && !pkt->payload && !list_empty(&d->held)) {
+	} else if (ack == d->rcv_ack && edge == d->rcv_edge && !pkt->payload &&
+		   !list_empty(&d->held)) {
+		/* A window update is no dup-ACK (RFC 5681). */
 		d->dupacks++;
 	}
 	if (progress || after(edge, d->rcv_edge))
 		d->rcv_edge = after(edge, d->rcv_edge) ? edge : d->rcv_edge;
-	/* The receiver's ACK passed ours (data that went unheld). */
+	/*
+	 * The receiver's ACK passed ours (data that went unheld): ours
+	 * catches up, and on over copies held out of order from there.
+	 */
 	if (after(d->rcv_ack, d->ack_point)) {
 		d->ack_point = d->rcv_ack;
+		list_for_each_entry(h, &d->held, node) {
+			if (before(h->seq, d->ack_point))
+				continue;
+			if (h->seq != d->ack_point)
+				break;
+			d->ack_point = h->end;
+			d->tsecr = h->tsval;
+		}
 		if (after(d->ack_point, d->adv_edge))
 			d->adv_edge = d->ack_point;
 	}
@@ -289,7 +278,6 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		les_early_recover(pn, af, s, sacked_high, todo);
 	else if (d->dupacks >= 3)
 		les_early_recover(pn, af, s, 0, todo);
-	les_early_push(pn, d, todo);
 
 	return d->early && !pkt->payload && !beyond &&
 	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));

@@ -288,7 +288,7 @@ static void les_flow_gc(struct work_struct *work)
 	list_for_each_entry_safe(f, tmp, &t->lru, lru) {
 		if (!budget)
 			break;
-		if (t->count > les_flow_max(t)) {
+		if (t->count > les_flow_max(t) && !les_accel_flow_busy(f)) {
 			/* The limit was lowered: the oldest go first. */
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);

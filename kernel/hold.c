@@ -33,9 +33,8 @@ void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 {
 	unsigned int len = h->end - h->seq;
 
-	if (d->unsent == h)
-		d->unsent = list_is_last(&h->node, &d->held) ? NULL :
-			    list_next_entry(h, node);
+	if (h->waiting)
+		list_del(&h->wait);
 	list_del(&h->node);
 	d->held_bytes -= len;
 	an->held_bytes -= len;
@@ -63,6 +62,8 @@ void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 	}
 	list_for_each_entry_safe(h, tmp, &d->over, node) {
 		list_del(&h->node);
+		if (h->waiting)
+			list_del(&h->wait);
 		d->over_bytes -= h->end - h->seq;
 		an->held_bytes -= h->end - h->seq;
 		__skb_queue_tail(out, h->skb);
@@ -70,15 +71,17 @@ void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 	}
 }
 
-/* Queue a copy of @h for the hop. */
-void les_held_send(struct les_held *h, struct les_accel_todo *todo)
+/* Queue a copy of @h for the hop; false if no copy could be made. */
+bool les_held_send(struct les_held *h, struct les_accel_todo *todo)
 {
 	struct sk_buff *clone = skb_clone(h->skb, GFP_ATOMIC);
 
 	if (!clone)
-		return;		/* the timer sends it again */
+		return false;
 	h->sent = ktime_get();
-	h->tx++;
+	if (h->tx < U8_MAX)
+		h->tx++;
 	todo->pace_bytes += clone->len;
 	__skb_queue_tail(&todo->pace, clone);
+	return true;
 }

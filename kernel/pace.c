@@ -12,8 +12,10 @@
  */
 #include <linux/hrtimer.h>
 #include <linux/skbuff.h>
+#include <linux/netfilter.h>
 #include <net/dst.h>
 #include <net/ip.h>
+#include <net/tcp.h>
 
 #include "les.h"
 #include "pep.h"
@@ -26,12 +28,35 @@ static u64 les_pacer_ns(unsigned int len, u32 kbit)
 	return div64_u64((u64)len * 8 * NSEC_PER_SEC, rate);
 }
 
-/* Forward @skb (stolen at FORWARD) as the stack would have. */
+/*
+ * What FORWARD goes on with after its hooks (ip_forward_finish(),
+ * ip6_forward_finish(): counters, then dst_output()), noted from the hook
+ * state of the packets the engine takes, as nf_queue keeps it; per family.
+ */
+static int (*les_fwd_okfn[2])(struct net *net, struct sock *sk,
+			      struct sk_buff *skb);
+
+void les_accel_note_okfn(const struct nf_hook_state *state)
+{
+	unsigned int i = state->pf == NFPROTO_IPV6;
+
+	if (READ_ONCE(les_fwd_okfn[i]) != state->okfn)
+		WRITE_ONCE(les_fwd_okfn[i], state->okfn);
+}
+
+/* Forward @skb (taken at FORWARD) as the stack would have. */
 void les_accel_release(struct net *net, struct sk_buff *skb)
 {
-	skb_clear_tstamp(skb);
+	int (*okfn)(struct net *net, struct sock *sk, struct sk_buff *skb);
+
+	okfn = READ_ONCE(les_fwd_okfn[skb->protocol == htons(ETH_P_IPV6)]);
 	rcu_read_lock();
-	dst_output(net, NULL, skb);
+	if (okfn) {
+		okfn(net, NULL, skb);
+	} else {
+		skb_clear_tstamp(skb);
+		dst_output(net, NULL, skb);
+	}
 	rcu_read_unlock();
 }
 
@@ -107,14 +132,13 @@ void les_pacer_set_rate(struct les_pacer *p, u32 kbit)
 /* May more go into the queue (with what @todo adds)? */
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo)
 {
-	u32 rate = READ_ONCE(p->rate);
-	unsigned int max;
+	u64 rate = READ_ONCE(p->rate), max;
 
 	if (!rate)
 		return true;
-	max = max_t(unsigned int, LES_PACER_QUEUE_MIN,
-		    rate * (1000 / 8) / 1000 * LES_PACER_QUEUE_MS);
-	return READ_ONCE(p->bytes) + todo->pace_bytes < max;
+	/* kbit/s x ms / 8 = bytes */
+	max = max_t(u64, LES_PACER_QUEUE_MIN, rate * LES_PACER_QUEUE_MS / 8);
+	return (u64)READ_ONCE(p->bytes) + todo->pace_bytes < max;
 }
 
 /* Queue @list behind what waits, in order; process context. */
@@ -152,4 +176,85 @@ void les_pacer_stop(struct les_pacer *p)
 	spin_unlock(&p->lock);
 	les_pacer_run(p);
 	local_bh_enable();
+}
+
+/*
+ * The hop queue: what this PEP sends onto the hop waits here in the order
+ * it arrived, until the pacer has room.  Order matters beyond TCP's: the
+ * packets of one SA carry its sequence numbers, and the receiver's xfrm
+ * replay window (4096 packets at most) drops what comes too far behind the
+ * newest.  A PEP that sent each flow's copies as that flow's window allows
+ * would scramble an SA's packets across its flows by the whole of what it
+ * holds.  A held copy at the head waits for its receiver's window (and
+ * what is behind it waits too); a resent copy goes at once (hold.c).
+ * Flow table lock held.
+ */
+static void les_hop_append(struct les_pep_net *pn, struct les_held *h)
+{
+	struct les_accel_net *an = &pn->accel;
+
+	if (list_empty(&an->hop_queue))
+		queue_delayed_work(les_pep_wq, &an->tick,
+				   msecs_to_jiffies(LES_ACCEL_TICK_MS));
+	list_add_tail(&h->wait, &an->hop_queue);
+	h->waiting = true;
+}
+
+void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
+			struct les_accel_dir *d)
+{
+	h->dir = d;
+	les_hop_append(pn, h);
+}
+
+/* A packet that only passes: it keeps its place among the copies. */
+void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
+		       struct les_accel_todo *todo)
+{
+	struct les_held *h = les_held_new(skb, 0, 0);
+
+	if (!h) {
+		todo->pace_bytes += skb->len;
+		__skb_queue_tail(&todo->pace, skb);
+		return;
+	}
+	INIT_LIST_HEAD(&h->node);
+	les_hop_append(pn, h);
+}
+
+/* Into the pacer, from the head, as far as it has room and windows allow. */
+void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct les_held *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &an->hop_queue, wait) {
+		if (!les_pacer_room(&an->pacer, todo))
+			break;
+		if (h->dir) {
+			/* The receiver's window first; a copy not made, later. */
+			if (after(h->end, les_early_send_limit(pn, h->dir)) ||
+			    !les_held_send(h, todo))
+				break;
+			list_del(&h->wait);
+			h->waiting = false;
+			continue;
+		}
+		list_del(&h->wait);
+		todo->pace_bytes += h->skb->len;
+		__skb_queue_tail(&todo->pace, h->skb);
+		kfree(h);
+	}
+}
+
+/* Namespace exit, after the flows took their copies back: the rest goes. */
+void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out)
+{
+	struct les_held *h, *tmp;
+
+	list_for_each_entry_safe(h, tmp, &pn->accel.hop_queue, wait) {
+		list_del(&h->wait);
+		__skb_queue_tail(out, h->skb);
+		kfree(h);
+	}
 }

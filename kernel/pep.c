@@ -166,12 +166,15 @@ static void les_pep_accel(struct les_flow *f, unsigned int from, void *arg)
 	struct les_pep_op *op = a->op;
 
 	if (!f) {
-		__skb_queue_tail(op->to_hop ? &a->todo->pace : &a->todo->release,
-				 op->skb);
-		return;
+		if (op->to_hop)
+			les_hop_queue_skb(op->pn, op->skb, a->todo);
+		else
+			__skb_queue_tail(&a->todo->release, op->skb);
+	} else {
+		les_accel_packet(op->pn, f, from, a->pkt, op->skb, op->x,
+				 op->to_hop, a->todo);
 	}
-	les_accel_packet(op->pn, f, from, a->pkt, op->skb, op->x, op->to_hop,
-			 a->todo);
+	les_hop_drain(op->pn, a->todo);
 }
 
 /* What became of one header zone: counters, the key's lifetime, the flow. */
@@ -227,10 +230,18 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 
 	if (why) {
 		les_stat_inc(pn->net, why);
-		/* Unread, it goes on as it came: the engine acts on nothing forged. */
-		if (op->skb)
-			__skb_queue_tail(op->to_hop ? &todo->pace : &todo->release,
-					 op->skb);
+		/*
+		 * Unread, it goes on as it came (the engine acts on nothing
+		 * forged), onto the hop in its turn.
+		 */
+		if (op->skb && op->to_hop) {
+			spin_lock_bh(&pn->flows.lock);
+			les_hop_queue_skb(pn, op->skb, todo);
+			les_hop_drain(pn, todo);
+			spin_unlock_bh(&pn->flows.lock);
+		} else if (op->skb) {
+			__skb_queue_tail(&todo->release, op->skb);
+		}
 	} else {
 		struct les_pep_accel_arg arg = { op, &pkt, todo };
 
@@ -383,20 +394,26 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 		kfree(op);
 		return LES_STAT_PEP_BACKLOG_FULL;
 	}
-	/* Held past this hook: the forwarding path's dst is not refcounted. */
+	/*
+	 * Held past this hook: the forwarding path's dst is not refcounted.
+	 * Its input device is not held either: from here on the packet names
+	 * its output device, which its dst holds.
+	 */
 	if (take) {
 		skb_dst_force(skb);
-		if (skb_dst(skb))
+		if (skb_dst(skb)) {
+			skb->dev = skb_dst(skb)->dev;
 			op->skb = skb;
+		}
 	}
-	/* Said now: once queued, the opener may be done with it at once. */
+	/* Said now: once queued, the opener may be done with @op at once. */
 	*taken = op->skb;
 	list_add_tail(&op->node, &pn->backlog);
 	queued = pn->backlog_len + 1;
 	WRITE_ONCE(pn->backlog_len, queued);
 	spin_unlock(&pn->backlog_lock);
 	/* A packet waits for the opener: wake it now. */
-	if (op->skb) {
+	if (*taken) {
 		if (queued == 1)
 			mod_delayed_work(les_pep_wq, &pn->opener, 0);
 		return 0;
@@ -469,13 +486,18 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 		return NF_ACCEPT;
 	}
 	hop = les_pep_hop(pn, skb, state);
+	if (hop)
+		les_accel_note_okfn(state);
 	why = les_pep_queue(pn, x, sa, skb, outer, hop, hop == 1, &taken);
 	if (why) {
 		les_stat_inc(net, why);
 		xfrm_state_put(x);
 		return NF_ACCEPT;
 	}
-	return taken ? NF_STOLEN : NF_ACCEPT;
+	if (taken)
+		return NF_STOLEN;
+	/* skb_dst_force() failed (the route is going away): nothing to send it on. */
+	return skb_dst(skb) ? NF_ACCEPT : NF_DROP;
 }
 
 static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
@@ -618,6 +640,17 @@ err_memcg:
 	return err;
 }
 
+static void __net_exit les_pep_net_pre_exit(struct net *net)
+{
+	struct les_pep_net *pn = les_pep_net(net);
+
+	mutex_lock(&pn->cfg_lock);
+	les_pep_set_hook(pn, false);
+	mutex_unlock(&pn->cfg_lock);
+	flush_delayed_work(&pn->opener);
+	les_accel_net_pre_exit(pn);
+}
+
 static void __net_exit les_pep_net_exit(struct net *net)
 {
 	struct les_pep_net *pn = les_pep_net(net);
@@ -639,6 +672,7 @@ static void __net_exit les_pep_net_exit(struct net *net)
 
 static struct pernet_operations les_pep_net_ops = {
 	.init	= les_pep_net_init,
+	.pre_exit = les_pep_net_pre_exit,
 	.exit	= les_pep_net_exit,
 	.id	= &les_pep_net_id,
 	.size	= sizeof(struct les_pep_net),

@@ -9,6 +9,14 @@
  *
  * Held packets keep their order among themselves; what the window already
  * covers (a resent hole above all) never waits behind them.
+ *
+ * The same PEP thins the receiver's ACKs on their way onto the hop (RFC
+ * 3449; docs/accel.md 4): a return link slower than the data's needs fewer
+ * ACKs, and an LES ACK is larger than an ESP one.  A pure ACK that only
+ * moves the cumulative ACK waits a little, and a newer one replaces it;
+ * the older is dropped, never changed (BRIEF D3).  What carries anything
+ * else goes at once, after the one waiting: data, SYN/FIN/RST/URG, SACK
+ * blocks, a dup-ACK (it signals loss), a zero window or its reopening.
  */
 #include <net/tcp.h>
 
@@ -81,4 +89,64 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		__skb_queue_tail(&todo->release, h->skb);
 		kfree(h);
 	}
+}
+
+/* Let the waiting ACK of @d go onto the hop (flow table lock held). */
+static void les_rcv_thin_send(struct les_pep_net *pn, struct les_accel_dir *d,
+			      struct les_accel_todo *todo)
+{
+	if (!d->thin_skb)
+		return;
+	les_hop_queue_skb(pn, d->thin_skb, todo);
+	d->thin_skb = NULL;
+	d->fwd_ack = d->thin_ack;
+}
+
+/* The tick: a waiting ACK older than LES_THIN_MS goes (0 @now: at once). */
+void les_rcv_thin_flush(struct les_pep_net *pn, struct les_accel_dir *d,
+			struct les_accel_todo *todo, ktime_t now)
+{
+	if (d->thin_skb && (!now || ktime_ms_delta(now, d->thin_since) >= LES_THIN_MS))
+		les_rcv_thin_send(pn, d, todo);
+}
+
+/*
+ * A segment of the receiver !@s on its way onto the hop, with what it says
+ * of the data of @s.  Returns true if the engine keeps it (a pure ACK
+ * that waits); false if it goes on now, after any ACK that was waiting.
+ */
+bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
+		  unsigned int s, const struct les_pep_pkt *pkt,
+		  struct sk_buff *skb, struct les_accel_todo *todo)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	const struct les_tcp_seg *t = &pkt->tcp;
+	u16 mss = af->flow->side[s].mss ?: 1460;
+	bool thin;
+
+	thin = !pkt->payload && t->flags == LES_TCP_ACK && !t->sack_n && t->win &&
+	       d->fwd_valid && d->fwd_win && after(t->ack, d->fwd_ack) &&
+	       (!d->thin_skb || after(t->ack, d->thin_ack));
+	if (!thin) {
+		les_rcv_thin_send(pn, d, todo);
+		if (t->flags & LES_TCP_ACK) {
+			d->fwd_ack = t->ack;
+			d->fwd_win = t->win;
+			d->fwd_valid = true;
+		}
+		return false;
+	}
+	if (d->thin_skb) {
+		__skb_queue_tail(&todo->drop, d->thin_skb);
+		les_stat_inc(pn->net, LES_STAT_ACCEL_THINNED);
+	} else {
+		d->thin_since = ktime_get();
+	}
+	d->thin_skb = skb;
+	d->thin_ack = t->ack;
+	d->fwd_win = t->win;
+	/* Enough data ACKed: it goes now, the next one waits again. */
+	if (t->ack - d->fwd_ack >= LES_THIN_SEGMENTS * (u32)mss)
+		les_rcv_thin_send(pn, d, todo);
+	return true;
 }

@@ -213,6 +213,7 @@ class Mode:
     def __init__(self, name, prof):
         self.name = name
         self.sas = {}                  # direction ("down"/"up") -> spi
+        self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi
         flush_sas()
         for n in ("rpep", "hpep"):
             lesctl("pep set accel off hop-dev none backlog 1024", n)
@@ -241,6 +242,7 @@ class Mode:
                 blobs = {b["role"]: b["blob"] for b in json.loads(
                     lesctl(f"-j blob derive {keys[direction]} pep-id {Mode.PEP_ID[pep]}"))}
                 Mode.spi += 1
+                self.origin[pep] = Mode.spi
                 sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"]) + f" mark {PEP_MARK:#x}", pep)
                 sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"]), dst)
             for pep, dev, rate in (("hpep", "h-r", prof["down_kbit"]), ("rpep", "r-h", prof["up_kbit"])):

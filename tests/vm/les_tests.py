@@ -24,6 +24,7 @@ import hardening_tests  # noqa: E402
 import mutation_tests  # noqa: E402
 import pep_tests  # noqa: E402
 import testbed_tests  # noqa: E402
+import accel_tests  # noqa: E402
 
 T = Tap()
 OUT = "/tmp"
@@ -758,6 +759,7 @@ def main():
         ("hardening", lambda: hardening_tests.run(T, OUT, KO)),
         ("mutation", lambda: mutation_tests.run(T, OUT)),
         ("testbed", lambda: testbed_tests.run(T, OUT, KO)),
+        ("accel", lambda: accel_tests.run(T, OUT, KO)),
         ("in-use", test_unload_refused_while_in_use),
         ("async", test_async),
     ]
