@@ -201,7 +201,6 @@ bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
 void les_rcv_thin_flush(struct les_pep_net *pn, struct les_accel_dir *d,
 			struct les_accel_todo *todo, ktime_t now);
 
-
 /* pace.c */
 void les_pacer_init(struct les_pacer *p, struct net *net);
 void les_pacer_set_rate(struct les_pacer *p, u32 kbit);

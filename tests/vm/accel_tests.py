@@ -21,6 +21,7 @@ import time
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(REPO, "tools"))
 import testbed as tb  # noqa: E402
+from lesvm import wait_for  # noqa: E402
 
 PEPS = ("hpep", "rpep")
 
@@ -75,15 +76,6 @@ def accel_off(T, prof, sums):
     T.ok(wait_for(lambda: held("hpep") == 0, 10),
          "accel switched off: nothing stays held afterwards",
          tb.sh(f"{tb.LESCTL} pep show", "hpep").stdout)
-
-
-def wait_for(cond, timeout, step=0.2):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
 
 
 def small_buffer(T, prof, sums):
