@@ -640,6 +640,11 @@ err_memcg:
 	return err;
 }
 
+/*
+ * Before any device of the namespace goes: unregistering waits for packets
+ * in the hook, after it nothing is queued, and what is queued is opened;
+ * then the engine lets go of what it holds (accel.c).
+ */
 static void __net_exit les_pep_net_pre_exit(struct net *net)
 {
 	struct les_pep_net *pn = les_pep_net(net);
@@ -655,15 +660,7 @@ static void __net_exit les_pep_net_exit(struct net *net)
 {
 	struct les_pep_net *pn = les_pep_net(net);
 
-	/*
-	 * Unregistering waits for packets in the hook; after it nothing is
-	 * queued, and what is queued already is opened before the table goes.
-	 */
-	mutex_lock(&pn->cfg_lock);
-	les_pep_set_hook(pn, false);
-	mutex_unlock(&pn->cfg_lock);
-	flush_delayed_work(&pn->opener);
-	/* Flows give what they hold to the engine, which sends it out. */
+	/* les_pep_net_pre_exit() unhooked, opened the queue, emptied the engine. */
 	les_flow_table_destroy(&pn->flows);
 	les_accel_net_exit(pn);
 	mem_cgroup_put(pn->memcg);
