@@ -75,6 +75,8 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 		les_held_purge(an, &af->dir[i], &out);
 		if (af->dir[i].origin)
 			xfrm_state_put(af->dir[i].origin);
+		if (af->dir[i].probe_origin)
+			xfrm_state_put(af->dir[i].probe_origin);
 	}
 	list_del(&af->node);
 	list_del(&af->ack_node);
@@ -117,7 +119,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	    !(rcv->flags_seen & LES_TCP_ACK) || rcv->ack != pkt->tcp.seq ||
 	    (f->accel && f->accel->dir[s].early))
 		return;
-	origin = les_origin_find(&pn->accel, view);
+	origin = les_origin_find(&pn->accel, view, false);
 	if (!origin)
 		return;
 	af = les_accel_flow_get(pn, f);
@@ -148,7 +150,7 @@ static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_accel_dir *d,
 		return true;
 	if (d->origin)
 		xfrm_state_put(d->origin);
-	d->origin = les_origin_find(&pn->accel, view);
+	d->origin = les_origin_find(&pn->accel, view, false);
 	return d->origin;
 }
 
@@ -188,6 +190,11 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 
 	if (to_hop) {
 		les_rcv_window(pn, af, !from, todo);
+		if (les_rcv_probe_answer(&af->dir[!from], pkt)) {
+			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
+			__skb_queue_tail(&todo->drop, skb);
+			return;
+		}
 		if (on && les_rcv_thin(pn, af, !from, pkt, skb, todo))
 			return;
 		les_early_data(pn, af, from, pkt, skb, todo);
@@ -195,7 +202,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo);
 
 		if (pkt->payload || !absorb) {
-			if (!on || !les_rcv_data(pn, af, from, pkt, skb, todo))
+			if (!on || !les_rcv_data(pn, af, from, pkt, skb, view))
 				__skb_queue_tail(&todo->release, skb);
 		} else {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
@@ -234,11 +241,23 @@ static void les_accel_todo_run(struct les_pep_net *pn,
 struct les_ack_job {
 	struct xfrm_state *x;
 	struct les_ack_desc d;
+	enum les_stat sent;
 };
 
 #define LES_ACK_JOBS	16
 
-/* The early ACKs the batch made due: built under the lock, sent after. */
+static void les_ack_job_add(struct les_ack_job *job, struct xfrm_state *x,
+			    enum les_stat sent)
+{
+	job->x = x;
+	job->sent = sent;
+	xfrm_state_hold(x);
+}
+
+/*
+ * The early ACKs and receiver probes the batch (or the tick) made due:
+ * built under the lock, sent after.
+ */
 static void les_accel_send_acks(struct les_pep_net *pn)
 {
 	struct les_accel_net *an = &pn->accel;
@@ -249,17 +268,19 @@ static void les_accel_send_acks(struct les_pep_net *pn)
 	do {
 		n = 0;
 		spin_lock_bh(&pn->flows.lock);
-		while (n + 2 <= LES_ACK_JOBS && !list_empty(&an->ack_due)) {
+		while (n + 4 <= LES_ACK_JOBS && !list_empty(&an->ack_due)) {
 			af = list_first_entry(&an->ack_due, struct les_accel_flow,
 					      ack_node);
 			list_del_init(&af->ack_node);
 			for (s = 0; s < 2; s++) {
-				if (!af->dir[s].origin ||
-				    !les_early_ack_desc(pn, af, s, &jobs[n].d))
-					continue;
-				jobs[n].x = af->dir[s].origin;
-				xfrm_state_hold(jobs[n].x);
-				n++;
+				struct les_accel_dir *d = &af->dir[s];
+
+				if (d->origin && les_early_ack_desc(pn, af, s, &jobs[n].d))
+					les_ack_job_add(&jobs[n++], d->origin,
+							LES_STAT_ACCEL_EARLY_ACKS);
+				if (d->probe_origin && les_rcv_probe_desc(af, s, &jobs[n].d))
+					les_ack_job_add(&jobs[n++], d->probe_origin,
+							LES_STAT_ACCEL_WINDOW_PROBES);
 			}
 		}
 		spin_unlock_bh(&pn->flows.lock);
@@ -267,7 +288,7 @@ static void les_accel_send_acks(struct les_pep_net *pn)
 			if (les_origin_send(jobs[i].x, &jobs[i].d))
 				les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
 			else
-				les_stat_inc(pn->net, LES_STAT_ACCEL_EARLY_ACKS);
+				les_stat_inc(pn->net, jobs[i].sent);
 			xfrm_state_put(jobs[i].x);
 		}
 	} while (n);
@@ -312,12 +333,15 @@ static void les_accel_tick(struct work_struct *work)
 		les_early_timer(pn, af, 1, now, &todo);
 		les_rcv_thin_flush(pn, &af->dir[0], &todo, now);
 		les_rcv_thin_flush(pn, &af->dir[1], &todo, now);
+		les_rcv_probe_timer(pn, af, 0, now);
+		les_rcv_probe_timer(pn, af, 1, now);
 	}
 	/* The pacer has room again: what waits for it goes in. */
 	les_hop_drain(pn, &todo);
 	more = !list_empty(&an->flows) || !list_empty(&an->hop_queue);
 	spin_unlock_bh(&pn->flows.lock);
 	les_accel_todo_run(pn, &todo);
+	les_accel_send_acks(pn);
 	if (more)
 		queue_delayed_work(les_pep_wq, &an->tick,
 				   msecs_to_jiffies(LES_ACCEL_TICK_MS));

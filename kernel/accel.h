@@ -41,6 +41,12 @@ struct les_sa;
 /* ACK thinning: a receiver's pure ACK waits at most this, or this much data. */
 #define LES_THIN_MS			20
 #define LES_THIN_SEGMENTS		8
+/*
+ * A receiver that shows no window for the packets held past it is probed
+ * after this (and twice its LAN round trip), backing off to 16 times it.
+ */
+#define LES_RCV_PROBE_MS		200
+#define LES_RCV_PROBE_BACKOFF_MAX	4
 
 struct les_accel_cfg {
 	bool on;
@@ -89,6 +95,15 @@ struct les_accel_dir {
 	/* Receiver's side: the data came off the hop. */
 	struct list_head over;	/* past the receiver's window, in order */
 	u32 over_bytes;
+	/*
+	 * Probing the receiver for its window (receiver.c): on a PEP-origin
+	 * SA toward it, when the held packets have not moved for a while.
+	 */
+	struct xfrm_state *probe_origin;
+	ktime_t over_moved;	/* last release, or first hold */
+	u8 probes;		/* sent since then */
+	bool probe_due;		/* a probe waits for the batch's end */
+	bool probe_out;		/* sent, its answer not seen yet */
 	/* ACK thinning: the receiver's newest pure ACK, waiting to go. */
 	struct sk_buff *thin_skb;
 	ktime_t thin_since;
@@ -182,7 +197,10 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d);
 
 /* hold.c: the held-packet store */
+int les_held_cache_init(void);
+void les_held_cache_exit(void);
 struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end);
+void les_held_node_free(struct les_held *h);
 void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 		   struct les_held *h);
 void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
@@ -192,7 +210,7 @@ bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
 /* receiver.c: the receiver's side */
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
-		  struct sk_buff *skb, struct les_accel_todo *todo);
+		  struct sk_buff *skb, struct xfrm_state *view);
 void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, struct les_accel_todo *todo);
 bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
@@ -200,6 +218,11 @@ bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
 		  struct sk_buff *skb, struct les_accel_todo *todo);
 void les_rcv_thin_flush(struct les_pep_net *pn, struct les_accel_dir *d,
 			struct les_accel_todo *todo, ktime_t now);
+bool les_rcv_probe_answer(struct les_accel_dir *d, const struct les_pep_pkt *pkt);
+void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
+			 unsigned int s, ktime_t now);
+bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
+			struct les_ack_desc *desc);
 
 /* pace.c */
 void les_pacer_init(struct les_pacer *p, struct net *net);
@@ -216,7 +239,7 @@ void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
 
 /* origin.c */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,
-				   const struct xfrm_state *view);
+				   const struct xfrm_state *view, bool along);
 int les_origin_send(struct xfrm_state *x, const struct les_ack_desc *d);
 
 #endif /* LES_ACCEL_H */

@@ -16,9 +16,25 @@
 #include "les.h"
 #include "pep.h"
 
+/* One node per packet held or waiting for the hop: a cache of their own. */
+static struct kmem_cache *les_held_cache __read_mostly;
+
+int les_held_cache_init(void)
+{
+	les_held_cache = kmem_cache_create("les_held", sizeof(struct les_held), 0,
+					   SLAB_ACCOUNT, NULL);
+	return les_held_cache ? 0 : -ENOMEM;
+}
+
+void les_held_cache_exit(void)
+{
+	kmem_cache_destroy(les_held_cache);
+}
+
 struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end)
 {
-	struct les_held *h = kzalloc(sizeof(*h), GFP_ATOMIC | __GFP_ACCOUNT);
+	struct les_held *h = kmem_cache_zalloc(les_held_cache,
+					       GFP_ATOMIC | __GFP_ACCOUNT);
 
 	if (!h)
 		return NULL;
@@ -26,6 +42,12 @@ struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end)
 	h->seq = seq;
 	h->end = end;
 	return h;
+}
+
+/* The node only: its skb has gone elsewhere. */
+void les_held_node_free(struct les_held *h)
+{
+	kmem_cache_free(les_held_cache, h);
 }
 
 void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
@@ -39,7 +61,7 @@ void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 	d->held_bytes -= len;
 	an->held_bytes -= len;
 	consume_skb(h->skb);	/* NULL-safe */
-	kfree(h);
+	les_held_node_free(h);
 }
 
 /*
@@ -67,7 +89,7 @@ void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 		d->over_bytes -= h->end - h->seq;
 		an->held_bytes -= h->end - h->seq;
 		__skb_queue_tail(out, h->skb);
-		kfree(h);
+		les_held_node_free(h);
 	}
 }
 

@@ -46,15 +46,18 @@ void les_origin_sa_del(struct les_sa *sa)
 
 /*
  * The PEP-origin SA that sends toward the sender of the packets @view
- * reads: the reverse addresses, the same mode, family and encapsulation.
+ * reads (the reverse addresses), or with @along toward their receiver (the
+ * same addresses); the same mode, family and encapsulation.
  * Returns it held, or NULL.  Under the lock, not RCU: xfrm frees a state
  * right after its destructor (les_origin_sa_del()) without a grace
  * period, so only the lock keeps a listed state's memory alive here.
  */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,
-				   const struct xfrm_state *view)
+				   const struct xfrm_state *view, bool along)
 {
 	unsigned short family = view->props.family;
+	const xfrm_address_t *to = along ? &view->id.daddr : &view->props.saddr;
+	const xfrm_address_t *from = along ? &view->props.saddr : &view->id.daddr;
 	struct xfrm_state *found = NULL;
 	struct les_sa *sa;
 
@@ -65,8 +68,8 @@ struct xfrm_state *les_origin_find(struct les_accel_net *an,
 		if (x->props.family != family ||
 		    x->props.mode != view->props.mode ||
 		    !!x->encap != !!view->encap ||
-		    !xfrm_addr_equal(&x->props.saddr, &view->id.daddr, family) ||
-		    !xfrm_addr_equal(&x->id.daddr, &view->props.saddr, family) ||
+		    !xfrm_addr_equal(&x->props.saddr, from, family) ||
+		    !xfrm_addr_equal(&x->id.daddr, to, family) ||
 		    READ_ONCE(x->km.state) != XFRM_STATE_VALID)
 			continue;
 		/* A state whose last reference is gone is being destroyed. */

@@ -207,12 +207,19 @@ void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 	les_hop_append(pn, h);
 }
 
-/* A packet that only passes: it keeps its place among the copies. */
+/*
+ * A packet that only passes: it keeps its place among the copies.  With
+ * nothing waiting ahead of it and room in the pacer, it goes straight in,
+ * as les_hop_drain() would take it (no node to allocate).
+ */
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo)
 {
-	struct les_held *h = les_held_new(skb, 0, 0);
+	struct les_held *h = NULL;
 
+	if (!list_empty(&pn->accel.hop_queue) ||
+	    !les_pacer_room(&pn->accel.pacer, todo))
+		h = les_held_new(skb, 0, 0);
 	if (!h) {
 		todo->pace_bytes += skb->len;
 		__skb_queue_tail(&todo->pace, skb);
@@ -243,7 +250,7 @@ void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo)
 		list_del(&h->wait);
 		todo->pace_bytes += h->skb->len;
 		__skb_queue_tail(&todo->pace, h->skb);
-		kfree(h);
+		les_held_node_free(h);
 	}
 }
 
@@ -255,6 +262,6 @@ void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out)
 	list_for_each_entry_safe(h, tmp, &pn->accel.hop_queue, wait) {
 		list_del(&h->wait);
 		__skb_queue_tail(out, h->skb);
-		kfree(h);
+		les_held_node_free(h);
 	}
 }

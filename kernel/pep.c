@@ -682,11 +682,14 @@ int les_pep_init(void)
 	err = les_flow_cache_init();
 	if (err)
 		return err;
+	err = les_held_cache_init();
+	if (err)
+		goto err_cache;
 	/* Unbound: the opener runs where the forwarding is not. */
 	les_pep_wq = alloc_workqueue("les_pep", WQ_UNBOUND, 0);
 	if (!les_pep_wq) {
 		err = -ENOMEM;
-		goto err_cache;
+		goto err_held;
 	}
 	err = register_pernet_subsys(&les_pep_net_ops);
 	if (err)
@@ -695,6 +698,8 @@ int les_pep_init(void)
 
 err_wq:
 	destroy_workqueue(les_pep_wq);
+err_held:
+	les_held_cache_exit();
 err_cache:
 	les_flow_cache_exit();
 	return err;
@@ -704,5 +709,6 @@ void les_pep_exit(void)
 {
 	unregister_pernet_subsys(&les_pep_net_ops);
 	destroy_workqueue(les_pep_wq);
+	les_held_cache_exit();
 	les_flow_cache_exit();
 }

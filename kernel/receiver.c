@@ -10,6 +10,16 @@
  * Held packets keep their order among themselves; what the window already
  * covers (a resent hole above all) never waits behind them.
  *
+ * A receiver's window update can be lost on its way here; the receiver
+ * has nothing more to say then, and its data waits here for ever.  So when
+ * held packets have not moved for a while, the PEP probes the receiver as
+ * the sender's persist timer would, with a pure ACK in the sender's name
+ * on a PEP-origin SA toward the receiver (docs/accel.md 4): one below the
+ * receiver's rcv_nxt, which it answers with an ACK that shows its window
+ * (RFC 9293 3.10.7.4).  A held packet must not be the probe: the receiver
+ * would drop it if it fell out of the window, and its xfrm would then
+ * refuse it as a replay for good.
+ *
  * The same PEP thins the receiver's ACKs on their way onto the hop (RFC
  * 3449; docs/accel.md 4): a return link slower than the data's needs fewer
  * ACKs, and an LES ACK is larger than an ESP one.  A pure ACK that only
@@ -37,7 +47,7 @@ static u32 les_rcv_edge(const struct les_flow_side *rcv)
  */
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
-		  struct sk_buff *skb, struct les_accel_todo *todo)
+		  struct sk_buff *skb, struct xfrm_state *view)
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_dir *d = &af->dir[s];
@@ -64,6 +74,18 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
 		return false;
 	}
+	if (list_empty(&d->over)) {
+		d->over_moved = ktime_get();
+		d->probes = 0;
+	}
+	/* The SA to probe with: found once, again if it went away. */
+	if (d->probe_origin &&
+	    READ_ONCE(d->probe_origin->km.state) != XFRM_STATE_VALID) {
+		xfrm_state_put(d->probe_origin);
+		d->probe_origin = NULL;
+	}
+	if (!d->probe_origin)
+		d->probe_origin = les_origin_find(an, view, true);
 	list_add_tail(&h->node, &d->over);
 	d->over_bytes += pkt->payload;
 	an->held_bytes += pkt->payload;
@@ -87,8 +109,90 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		d->over_bytes -= h->end - h->seq;
 		an->held_bytes -= h->end - h->seq;
 		__skb_queue_tail(&todo->release, h->skb);
-		kfree(h);
+		les_held_node_free(h);
+		d->over_moved = ktime_get();
+		d->probes = 0;
 	}
+}
+
+/*
+ * The tick: held packets that have not moved for a probe interval (twice
+ * the LAN round trip to the receiver, at least LES_RCV_PROBE_MS, doubled
+ * for each probe unanswered) make a probe due.
+ */
+void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
+			 unsigned int s, ktime_t now)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	const struct les_flow_side *rcv = &af->flow->side[!s];
+	s64 wait = LES_RCV_PROBE_MS * USEC_PER_MSEC;
+
+	if (list_empty(&d->over) || !d->probe_origin || d->probe_due)
+		return;
+	if (rcv->rtt_samples)
+		wait = max_t(s64, wait, 2LL * rcv->srtt_us);
+	wait <<= min_t(u8, d->probes, LES_RCV_PROBE_BACKOFF_MAX);
+	if (ktime_us_delta(now, d->over_moved) < wait)
+		return;
+	d->over_moved = now;
+	if (d->probes < U8_MAX)
+		d->probes++;
+	d->probe_due = true;
+	if (list_empty(&af->ack_node))
+		list_add_tail(&af->ack_node, &pn->accel.ack_due);
+}
+
+/*
+ * The probe of the receiver !@s for the data of @s: a pure ACK as @s would
+ * send it, one below what the receiver has ACKed, with @s's newest
+ * timestamp (never older than the receiver's ts_recent: no PAWS drop).
+ * False if none is due or the receiver's ACK is not known.
+ */
+bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
+			struct les_ack_desc *desc)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	const struct les_flow *f = af->flow;
+	const struct les_flow_side *snd = &f->side[s], *rcv = &f->side[!s];
+	unsigned int alen = f->key.family == AF_INET ? 4 : 16;
+
+	if (!d->probe_due)
+		return false;
+	d->probe_due = false;
+	if (!(rcv->flags_seen & LES_TCP_ACK) || !(snd->flags_seen & LES_TCP_ACK))
+		return false;
+	memset(desc, 0, sizeof(*desc));
+	desc->family = f->key.family == AF_INET ? 4 : 6;
+	memcpy(desc->saddr, &f->key.end[s].addr, alen);
+	memcpy(desc->daddr, &f->key.end[!s].addr, alen);
+	desc->sport = ntohs(f->key.end[s].port);
+	desc->dport = ntohs(f->key.end[!s].port);
+	desc->seq = rcv->ack - 1;
+	desc->ack = snd->ack;
+	desc->win = snd->win;
+	desc->flags = LES_TCP_ACK;
+	desc->has_ts = snd->have_ts && rcv->have_ts;
+	desc->tsval = snd->tsval;
+	desc->tsecr = rcv->tsval;
+	d->probe_out = true;
+	return true;
+}
+
+/*
+ * A segment of the receiver after a probe: its answer, if it is a pure ACK
+ * that says nothing the far side has not had (same ACK, same window).
+ * That one stops here: it would reach the far PEP as a dup-ACK.
+ */
+bool les_rcv_probe_answer(struct les_accel_dir *d, const struct les_pep_pkt *pkt)
+{
+	const struct les_tcp_seg *t = &pkt->tcp;
+
+	if (!d->probe_out)
+		return false;
+	d->probe_out = false;
+	return !pkt->payload && t->flags == LES_TCP_ACK && !t->sack_n &&
+	       d->fwd_valid && t->ack == d->fwd_ack && t->win == d->fwd_win &&
+	       !d->thin_skb;
 }
 
 /* Let the waiting ACK of @d go onto the hop (flow table lock held). */

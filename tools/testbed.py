@@ -53,6 +53,11 @@ LINKS = (("client", "c-r", "10.1.0.1", "rpep", "r-c"),
          ("server", "s-h", "10.3.0.1", "hpep", "h-s"))
 OUTER = {"client": "10.1.0.1", "server": "10.3.0.1"}
 INNER = {"client": "10.11.0.1", "server": "10.13.0.1"}
+# The same plan in IPv6 (set_family(6)): inner and outer addresses both.
+FAMILY = 4
+V6 = {"10.1.0.1": "fd01::1", "10.1.0.254": "fd01::fe", "10.2.0.1": "fd02::1",
+      "10.2.0.2": "fd02::2", "10.3.0.254": "fd03::fe", "10.3.0.1": "fd03::1",
+      "10.11.0.1": "fd11::1", "10.13.0.1": "fd13::1"}
 # The hop's ends: uplink leaves rpep, downlink leaves hpep.
 HOP = {"up": ("rpep", "r-h"), "down": ("hpep", "h-r")}
 MTU = 1500
@@ -63,6 +68,24 @@ SMALLEST = 64
 
 def ns(name):
     return f"tb-{name}"
+
+
+def a(v4):
+    """An address of the plan, in the testbed's family."""
+    return V6[v4] if FAMILY == 6 else v4
+
+
+def host(addr):
+    """@addr as a URL's host."""
+    return f"[{addr}]" if ":" in addr else addr
+
+
+def set_family(fam):
+    """Addresses of the family @fam from now on (topology_up() again)."""
+    global FAMILY
+    FAMILY = fam
+    OUTER.update(client=a("10.1.0.1"), server=a("10.3.0.1"))
+    INNER.update(client=a("10.11.0.1"), server=a("10.13.0.1"))
 
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -148,27 +171,31 @@ def topology_up():
     for a, da, _, b, db in LINKS:
         if a < b:
             sh(f"ip link add dev {da} netns {ns(a)} type veth peer name {db} netns {ns(b)}")
+    net, hostlen, nodad = (64, 128, " nodad") if FAMILY == 6 else (24, 32, "")
     for n, dev, addr, _, _ in LINKS:
-        sh(f"ip addr add {addr}/24 dev {dev} && ip link set dev {dev} up", n)
+        sh(f"ip addr add {a(addr)}/{net} dev {dev}{nodad} && ip link set dev {dev} up", n)
         # netem must see the packets the wire carries, not 64 kB aggregates.
         sh(f"ethtool -K {dev} tso off gso off gro off", n)
     mac = {(n, dev): json.loads(sh(f"ip -j link show dev {dev}", n).stdout)[0]["address"]
            for n, dev, _, _, _ in LINKS}
-    addr = {(n, dev): a for n, dev, a, _, _ in LINKS}
+    addr = {(n, dev): a(v4) for n, dev, v4, _, _ in LINKS}
     for n, dev, _, pn, pdev in LINKS:
         # No ARP across the hop in the middle of a measurement.
         sh(f"ip neigh replace {addr[(pn, pdev)]} lladdr {mac[(pn, pdev)]} dev {dev} nud permanent", n)
     for n in ("rpep", "hpep"):
-        sh("sysctl -qw net.ipv4.ip_forward=1", n)
+        sh("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1", n)
     for n in ("client", "server"):
         sh(f"ip link add dev in0 type dummy && ip link set dev in0 up && "
-           f"ip addr add {INNER[n]}/32 dev in0", n)
-    sh(f"ip route add default via 10.1.0.254 && "
-       f"ip route add {INNER['server']}/32 via 10.1.0.254 src {INNER['client']}", "client")
-    sh(f"ip route add default via 10.3.0.254 && "
-       f"ip route add {INNER['client']}/32 via 10.3.0.254 src {INNER['server']}", "server")
-    sh(f"ip route add default via 10.2.0.2 && ip route add {INNER['client']}/32 via 10.1.0.1", "rpep")
-    sh(f"ip route add default via 10.2.0.1 && ip route add {INNER['server']}/32 via 10.3.0.1", "hpep")
+           f"ip addr add {INNER[n]}/{hostlen} dev in0{nodad}", n)
+    cli, srv = INNER["client"], INNER["server"]
+    sh(f"ip route add default via {a('10.1.0.254')} && "
+       f"ip route add {srv}/{hostlen} via {a('10.1.0.254')} src {cli}", "client")
+    sh(f"ip route add default via {a('10.3.0.254')} && "
+       f"ip route add {cli}/{hostlen} via {a('10.3.0.254')} src {srv}", "server")
+    sh(f"ip route add default via {a('10.2.0.2')} && "
+       f"ip route add {cli}/{hostlen} via {a('10.1.0.1')}", "rpep")
+    sh(f"ip route add default via {a('10.2.0.1')} && "
+       f"ip route add {srv}/{hostlen} via {a('10.3.0.1')}", "hpep")
 
 
 def endpoint_tcp(profiles):
@@ -183,15 +210,16 @@ def endpoint_tcp(profiles):
         sh("sysctl -qw net.ipv4.tcp_no_metrics_save=1", n)
 
 
-def hop_up(prof):
-    """netem on both ends of the hop: the profile's delay, rate and loss."""
+def hop_up(prof, extra=""):
+    """netem on both ends of the hop: the profile's delay, rate and loss
+    (and @extra netem options: duplicate, reorder)."""
     for direction, (n, dev) in HOP.items():
         rate = prof[f"{direction}_kbit"]
         cmd = (f"tc qdisc replace dev {dev} root netem delay {prof['rtt_ms'] / 2:g}ms "
                f"rate {rate:g}kbit limit {queue_limit(prof, rate)}")
         if prof["loss_pct"]:
             cmd += f" loss random {prof['loss_pct']:g}%"
-        sh(cmd, n)
+        sh(f"{cmd} {extra}", n)
 
 
 # ---- modes --------------------------------------------------------------------------
@@ -254,7 +282,7 @@ class Mode:
                        f"peer-buffer {2 << 20} backlog 16384", pep)
         for me, peer in (("client", "server"), ("server", "client")):
             for d, s, t in (("out", me, peer), ("in", peer, me)):
-                sh(f"ip xfrm policy add src {INNER[s]}/32 dst {INNER[t]}/32 dir {d} "
+                sh(f"ip xfrm policy add src {INNER[s]} dst {INNER[t]} dir {d} "
                    f"tmpl src {OUTER[s]} dst {OUTER[t]} proto esp reqid 1 mode tunnel", me)
 
     def counters(self):
@@ -312,7 +340,7 @@ def lesctl(args, where=None):
 def sa_add(src, dst, spi, key):
     return (f"ip xfrm state add src {OUTER[src]} dst {OUTER[dst]} proto esp spi {spi:#x} "
             f"reqid 1 mode tunnel aead {AEAD} {key} 128 replay-window 4096 "
-            f"sel src {INNER[src]}/32 dst {INNER[dst]}/32")
+            f"sel src {INNER[src]} dst {INNER[dst]}")
 
 
 def flush_sas():
@@ -355,7 +383,7 @@ http {{
     sendfile on;
     keepalive_requests 1000;
     types {{ text/html html; application/octet-stream bin; }}
-    server {{ listen 80; root {www}; }}
+    server {{ listen 80; listen [::]:80; root {www}; }}
 }}
 """
     with open(f"{WORK}/nginx.conf", "w") as f:
@@ -386,7 +414,7 @@ def fetch(name, w, sums, max_time):
     sh(f"rm -rf {dl} && mkdir -p {dl}")
     for n in ("client", "server"):
         sh("ip tcp_metrics flush all", n, check=False)
-    base = f"http://{INNER['server']}/"
+    base = f"http://{host(INNER['server'])}/"
     t0 = time.monotonic()
     if "bytes" in w:
         paths = [f"{name}.bin"]
