@@ -218,6 +218,8 @@ bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
 		  struct sk_buff *skb, struct les_accel_todo *todo);
 void les_rcv_thin_flush(struct les_pep_net *pn, struct les_accel_dir *d,
 			struct les_accel_todo *todo, ktime_t now);
+bool les_rcv_holds(struct les_flow *f, unsigned int from,
+		   const struct les_pep_pkt *pkt);
 bool les_rcv_probe_answer(struct les_accel_dir *d, const struct les_pep_pkt *pkt);
 void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			 unsigned int s, ktime_t now);

@@ -275,6 +275,28 @@ out:
 	spin_unlock_bh(&t->lock);
 }
 
+/*
+ * @fn's answer for the flow of @pkt, under the table's lock; the flow is
+ * not changed (@pkt was not read as news: a replayed header zone).
+ */
+bool les_flow_peek(struct les_flow_table *t, const struct les_pep_pkt *pkt,
+		   bool (*fn)(struct les_flow *f, unsigned int from,
+			      const struct les_pep_pkt *pkt))
+{
+	struct les_flow_key key;
+	unsigned int from;
+	struct les_flow *f;
+	bool ret = false;
+
+	from = les_flow_key_make(&key, pkt);
+	spin_lock_bh(&t->lock);
+	f = rhashtable_lookup_fast(&t->ht, &key, les_flow_params);
+	if (f)
+		ret = fn(f, from, pkt);
+	spin_unlock_bh(&t->lock);
+	return ret;
+}
+
 static void les_flow_gc(struct work_struct *work)
 {
 	struct les_flow_table *t = container_of(to_delayed_work(work),

@@ -165,6 +165,7 @@ enum les_stat {
 	LES_STAT_ACCEL_WINDOW_HELD,	/* packets held past a receiver's window */
 	LES_STAT_ACCEL_THINNED,		/* receiver ACKs a newer one replaced */
 	LES_STAT_ACCEL_WINDOW_PROBES,	/* receivers probed for their window */
+	LES_STAT_ACCEL_DUP_HELD,	/* resent copies of packets held here */
 	LES_STAT_ACCEL_ERRORS,		/* no memory, an ACK that could not go */
 	LES_STAT_MAX
 };

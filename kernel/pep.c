@@ -227,6 +227,20 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	spin_unlock_bh(&x->lock);
 	if (!why)
 		why = les_pep_parse(op, &pkt);
+	/*
+	 * A replay off the hop may be the far PEP's resend of a packet held
+	 * here past its receiver's window: read (it is authentic, ICV2 said
+	 * so) only to find that out, never as news (receiver.c).
+	 */
+	if (why == LES_STAT_PEP_REPLAY && op->skb && !op->to_hop &&
+	    atomic_read(&pn->accel.active) && !les_pep_parse(op, &pkt) &&
+	    les_flow_peek(&pn->flows, &pkt, les_rcv_holds)) {
+		les_stat_inc(pn->net, why);
+		les_stat_inc(pn->net, LES_STAT_ACCEL_DUP_HELD);
+		__skb_queue_tail(&todo->drop, op->skb);
+		op->skb = NULL;
+		goto out;
+	}
 
 	if (why) {
 		les_stat_inc(pn->net, why);
@@ -248,6 +262,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		les_stat_inc(pn->net, LES_STAT_PEP_OPENED);
 		les_flow_seen(&pn->flows, &pkt, op->skb ? les_pep_accel : NULL, &arg);
 	}
+out:
 	xfrm_state_put(x);
 	/* The opened headers are the only plaintext here: no need to wipe more. */
 	memzero_explicit(op->buf, les_pep_op_len(op));

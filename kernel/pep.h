@@ -140,6 +140,9 @@ void les_flow_table_destroy(struct les_flow_table *t);
  * (if not NULL) with the flow (NULL if untracked) and the index of its
  * sender in the flow's key.
  */
+bool les_flow_peek(struct les_flow_table *t, const struct les_pep_pkt *pkt,
+		   bool (*fn)(struct les_flow *f, unsigned int from,
+			      const struct les_pep_pkt *pkt));
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 		   void (*then)(struct les_flow *f, unsigned int from, void *arg),
 		   void *arg);

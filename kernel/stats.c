@@ -69,6 +69,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_WINDOW_HELD]	= "LesAccelWindowHeld",
 	[LES_STAT_ACCEL_THINNED]	= "LesAccelThinnedAcks",
 	[LES_STAT_ACCEL_WINDOW_PROBES]	= "LesAccelWindowProbes",
+	[LES_STAT_ACCEL_DUP_HELD]	= "LesAccelDupHeld",
 	[LES_STAT_ACCEL_ERRORS]		= "LesAccelErrors",
 };
 

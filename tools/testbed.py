@@ -70,7 +70,7 @@ def ns(name):
     return f"tb-{name}"
 
 
-def a(v4):
+def plan(v4):
     """An address of the plan, in the testbed's family."""
     return V6[v4] if FAMILY == 6 else v4
 
@@ -84,8 +84,8 @@ def set_family(fam):
     """Addresses of the family @fam from now on (topology_up() again)."""
     global FAMILY
     FAMILY = fam
-    OUTER.update(client=a("10.1.0.1"), server=a("10.3.0.1"))
-    INNER.update(client=a("10.11.0.1"), server=a("10.13.0.1"))
+    OUTER.update(client=plan("10.1.0.1"), server=plan("10.3.0.1"))
+    INNER.update(client=plan("10.11.0.1"), server=plan("10.13.0.1"))
 
 
 LIBC = ctypes.CDLL(None, use_errno=True)
@@ -173,12 +173,12 @@ def topology_up():
             sh(f"ip link add dev {da} netns {ns(a)} type veth peer name {db} netns {ns(b)}")
     net, hostlen, nodad = (64, 128, " nodad") if FAMILY == 6 else (24, 32, "")
     for n, dev, addr, _, _ in LINKS:
-        sh(f"ip addr add {a(addr)}/{net} dev {dev}{nodad} && ip link set dev {dev} up", n)
+        sh(f"ip addr add {plan(addr)}/{net} dev {dev}{nodad} && ip link set dev {dev} up", n)
         # netem must see the packets the wire carries, not 64 kB aggregates.
         sh(f"ethtool -K {dev} tso off gso off gro off", n)
     mac = {(n, dev): json.loads(sh(f"ip -j link show dev {dev}", n).stdout)[0]["address"]
            for n, dev, _, _, _ in LINKS}
-    addr = {(n, dev): a(v4) for n, dev, v4, _, _ in LINKS}
+    addr = {(n, dev): plan(v4) for n, dev, v4, _, _ in LINKS}
     for n, dev, _, pn, pdev in LINKS:
         # No ARP across the hop in the middle of a measurement.
         sh(f"ip neigh replace {addr[(pn, pdev)]} lladdr {mac[(pn, pdev)]} dev {dev} nud permanent", n)
@@ -188,14 +188,14 @@ def topology_up():
         sh(f"ip link add dev in0 type dummy && ip link set dev in0 up && "
            f"ip addr add {INNER[n]}/{hostlen} dev in0{nodad}", n)
     cli, srv = INNER["client"], INNER["server"]
-    sh(f"ip route add default via {a('10.1.0.254')} && "
-       f"ip route add {srv}/{hostlen} via {a('10.1.0.254')} src {cli}", "client")
-    sh(f"ip route add default via {a('10.3.0.254')} && "
-       f"ip route add {cli}/{hostlen} via {a('10.3.0.254')} src {srv}", "server")
-    sh(f"ip route add default via {a('10.2.0.2')} && "
-       f"ip route add {cli}/{hostlen} via {a('10.1.0.1')}", "rpep")
-    sh(f"ip route add default via {a('10.2.0.1')} && "
-       f"ip route add {srv}/{hostlen} via {a('10.3.0.1')}", "hpep")
+    sh(f"ip route add default via {plan('10.1.0.254')} && "
+       f"ip route add {srv}/{hostlen} via {plan('10.1.0.254')} src {cli}", "client")
+    sh(f"ip route add default via {plan('10.3.0.254')} && "
+       f"ip route add {cli}/{hostlen} via {plan('10.3.0.254')} src {srv}", "server")
+    sh(f"ip route add default via {plan('10.2.0.2')} && "
+       f"ip route add {cli}/{hostlen} via {plan('10.1.0.1')}", "rpep")
+    sh(f"ip route add default via {plan('10.2.0.1')} && "
+       f"ip route add {srv}/{hostlen} via {plan('10.3.0.1')}", "hpep")
 
 
 def endpoint_tcp(profiles):

@@ -188,7 +188,8 @@ def lost_window_update(T, prof, sums):
         res = {"status": "no result", "stdout": p.stdout[-300:], "stderr": p.stderr[-500:]}
     d = delta(before, stats("rpep"))
     print(f"# lost window update: data again {res.get('first_after_s')} s after the drop "
-          f"was lifted; {d.get('LesAccelWindowProbes', 0)} probes", flush=True)
+          f"was lifted; {d.get('LesAccelWindowProbes', 0)} probes, "
+          f"{d.get('LesAccelDupHeld', 0)} resent copies of held packets dropped", flush=True)
     T.ok(res.get("status") == "ok" and res.get("sha256") == sums["10M.bin"] and
          d.get("LesAccelWindowHeld", 0) > 0 and d.get("LesAccelWindowProbes", 0) > 0,
          "the receiver's window updates lost while the remote PEP holds data past its "
