@@ -101,9 +101,13 @@ bool les_accel_flow_busy(const struct les_flow *f)
 
 /*
  * Start early-ACKing the data of @s with this segment, if it may be: the
- * handshake was seen (window scales), and the receiver has ACKed all data
- * before this segment (nothing unheld is in flight, so an ACK of ours can
- * only ever stand for data we hold).  Needs a PEP-origin SA toward @s.
+ * handshake was seen (window scales), and the segment is new data.  If the
+ * receiver has ACKed all data before it, at once: nothing unheld is in
+ * flight, so an ACK of ours can only ever stand for data we hold.  If not
+ * (switched on mid-transfer, or this PEP saw the receiver's ACK late), the
+ * start is late: what follows is held, and ACKed by us once the receiver's
+ * own ACKs have covered what was in flight (early_ack.c).  Needs a
+ * PEP-origin SA toward @s.
  */
 static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 			    unsigned int s, const struct les_pep_pkt *pkt,
@@ -116,7 +120,8 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	u8 shift;
 
 	if (!pkt->payload || !f->handshake || f->state != LES_FLOW_ESTABLISHED ||
-	    !(rcv->flags_seen & LES_TCP_ACK) || rcv->ack != pkt->tcp.seq ||
+	    !(rcv->flags_seen & LES_TCP_ACK) || before(pkt->tcp.seq, rcv->ack) ||
+	    f->side[s].next != pkt->tcp.seq + pkt->payload ||
 	    (f->accel && f->accel->dir[s].early))
 		return;
 	origin = les_origin_find(&pn->accel, view, false);
@@ -133,6 +138,8 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->origin = origin;
 	shift = rcv->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, rcv->wscale, 14);
 	d->early = true;
+	d->late = rcv->ack != pkt->tcp.seq;
+	d->start = pkt->tcp.seq;
 	d->ts = pkt->tcp.has_ts;
 	d->ack_point = pkt->tcp.seq;
 	d->adv_edge = pkt->tcp.seq;
@@ -140,6 +147,8 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rcv_edge = rcv->ack + ((u32)rcv->win << shift);
 	d->rcv_known = true;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);
+	if (d->late)
+		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);
 }
 
 /* The PEP-origin SA of @d still works, or another one replaces it. */
@@ -176,6 +185,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
 	if (d->early && (!on || !les_accel_origin_ok(pn, d, view))) {
 		d->early = false;
+		d->late = false;
 		/* A deleted SA must not live on here (nor keep the module). */
 		if (d->origin) {
 			xfrm_state_put(d->origin);

@@ -80,6 +80,13 @@ struct les_held {
 struct les_accel_dir {
 	/* Sender's side: this PEP sends the data onto the hop. */
 	bool early;		/* early-ACKing */
+	/*
+	 * Taken mid-stream: data from @start on is held, but the receiver's
+	 * ACKs for what was in flight before it go to the sender, and no ACK
+	 * of ours, until the receiver has ACKed @start (accel.c).
+	 */
+	bool late;
+	u32 start;
 	bool ack_due;		/* an early ACK waits for the batch's end */
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
 	u32 adv_edge;		/* right edge advertised to the sender */

@@ -96,7 +96,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * The sender probes a window we closed (seq below what we ACKed, no
 	 * data): the answer is ours to give, the receiver's would be absorbed.
 	 */
-	if (d->early && !len && before(seq, d->ack_point) &&
+	if (d->early && !d->late && !len && before(seq, d->ack_point) &&
 	    !(t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST))) {
 		les_early_ack_due(pn, af, s);
 		__skb_queue_tail(&todo->drop, skb);
@@ -105,6 +105,14 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
 	if (!d->early || !len ||
 	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
+		les_hop_queue_skb(pn, skb, todo);
+		return;
+	}
+	/*
+	 * Sent again from before a late start: the receiver ACKs it, not us
+	 * (we never held it).
+	 */
+	if (d->late && before(seq, d->start)) {
 		les_hop_queue_skb(pn, skb, todo);
 		return;
 	}
@@ -230,6 +238,17 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (progress || after(edge, d->rcv_edge))
 		d->rcv_edge = after(edge, d->rcv_edge) ? edge : d->rcv_edge;
 	/*
+	 * A late start: once the receiver has ACKed what was in flight before
+	 * it, ACKs are ours; the window's right edge we give starts at the
+	 * receiver's, so that it never moves back for the sender.
+	 */
+	if (d->late && !before(d->rcv_ack, d->start)) {
+		d->late = false;
+		if (after(d->rcv_edge, d->adv_edge))
+			d->adv_edge = d->rcv_edge;
+		les_early_ack_due(pn, af, s);
+	}
+	/*
 	 * The receiver's ACK passed ours (data that went unheld): ours
 	 * catches up, and on over copies held out of order from there.
 	 */
@@ -279,7 +298,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	else if (d->dupacks >= 3)
 		les_early_recover(pn, af, s, 0, todo);
 
-	return d->early && !pkt->payload && !beyond &&
+	return d->early && !d->late && !pkt->payload && !beyond &&
 	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));
 }
 
@@ -322,6 +341,8 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (!d->ack_due)
 		return false;
 	d->ack_due = false;
+	if (d->late)
+		return false;
 
 	space = les_early_space(an, d);
 	if (after(d->ack_point + space, d->adv_edge))

@@ -154,7 +154,7 @@ enum les_stat {
 	LES_STAT_PEP_GSO,
 	LES_STAT_PEP_REPLAY,
 	/* acceleration engine (accel.c and its parts) */
-	LES_STAT_ACCEL_FLOWS,		/* flow directions early-ACKed */
+	LES_STAT_ACCEL_FLOWS,		/* flow directions early-ACKed (late starts too) */
 	LES_STAT_ACCEL_EARLY_ACKS,	/* ACKs sent on PEP-origin SAs */
 	LES_STAT_ACCEL_EARLY_BYTES,	/* data ACKed early */
 	LES_STAT_ACCEL_HOP_RETRANS,	/* held copies sent again (SACK, dupacks) */
@@ -166,6 +166,7 @@ enum les_stat {
 	LES_STAT_ACCEL_THINNED,		/* receiver ACKs a newer one replaced */
 	LES_STAT_ACCEL_WINDOW_PROBES,	/* receivers probed for their window */
 	LES_STAT_ACCEL_DUP_HELD,	/* resent copies of packets held here */
+	LES_STAT_ACCEL_LATE_STARTS,	/* flow directions taken mid-transfer */
 	LES_STAT_ACCEL_ERRORS,		/* no memory, an ACK that could not go */
 	LES_STAT_MAX
 };
