@@ -114,6 +114,8 @@ def accel_on_late(T, prof, sums):
             tb.sh(f"{tb.LESCTL} pep set accel on", n)
     res, _ = fetch_during("10M", sums, on, 1)
     d = delta(before, stats("hpep"))
+    print(f"# accel on late: 10 MB in {res.get('total')} s, {d.get('LesAccelEarlyAckedBytes', 0)} "
+          "bytes ACKed early by the hub", flush=True)
     T.ok(res["status"] == "ok" and d.get("LesAccelLateStarts", 0) >= 1 and
          d.get("LesAccelEarlyAckedBytes", 0) >= 10 ** 6,
          "accel switched on mid-transfer: the flow is taken late, ACKed early from then "
