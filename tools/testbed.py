@@ -238,8 +238,11 @@ class Mode:
     # Whose data each PEP ACKs early: the direction of the ACKs it sends.
     ORIGIN = {"hpep": ("up", "client", "server"), "rpep": ("down", "server", "client")}
 
-    def __init__(self, name, prof):
+    def __init__(self, name, prof, encap=False):
         self.name = name
+        # NAT traversal: every SA in UDP on port 4500 (RFC 3948); the
+        # endpoints must hold an encapsulation socket open (encap_hold()).
+        self.encap = encap
         self.sas = {}                  # direction ("down"/"up") -> spi
         self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi
         flush_sas()
@@ -259,20 +262,21 @@ class Mode:
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
             keys[direction] = key
             for n in ("client", "server"):
-                sh(sa_add(src, dst, Mode.spi, key), n)
+                sh(sa_add(src, dst, Mode.spi, key, encap), n)
             if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
-                    sh(sa_add(src, dst, Mode.spi, view) + f" mark {PEP_MARK:#x}", n)
+                    sh(sa_add(src, dst, Mode.spi, view, encap) + f" mark {PEP_MARK:#x}", n)
         if name == "les-pep":
             for pep, (direction, src, dst) in Mode.ORIGIN.items():
                 blobs = {b["role"]: b["blob"] for b in json.loads(
                     lesctl(f"-j blob derive {keys[direction]} pep-id {Mode.PEP_ID[pep]}"))}
                 Mode.spi += 1
                 self.origin[pep] = Mode.spi
-                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"]) + f" mark {PEP_MARK:#x}", pep)
-                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"]), dst)
+                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap) +
+                   f" mark {PEP_MARK:#x}", pep)
+                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap), dst)
             for pep, dev, rate in (("hpep", "h-r", prof["down_kbit"]), ("rpep", "r-h", prof["up_kbit"])):
                 # Every packet of a flow must reach the engine: a burst of
                 # the sender's window must fit the opener's queue (which a
@@ -337,10 +341,33 @@ def lesctl(args, where=None):
     return sh(f"{LESCTL} {args}", where).stdout.strip()
 
 
-def sa_add(src, dst, spi, key):
+def sa_add(src, dst, spi, key, encap=False):
     return (f"ip xfrm state add src {OUTER[src]} dst {OUTER[dst]} proto esp spi {spi:#x} "
             f"reqid 1 mode tunnel aead {AEAD} {key} 128 replay-window 4096 "
-            f"sel src {INNER[src]} dst {INNER[dst]}")
+            f"sel src {INNER[src]} dst {INNER[dst]}" +
+            (" encap espinudp 4500 4500 0.0.0.0" if encap else ""))
+
+
+# An IKE daemon's socket on port 4500, which decapsulates ESP in UDP.
+ENCAP_HOLD = r"""
+import socket, sys, time
+s = socket.socket(socket.AF_INET6 if ":" in sys.argv[1] else socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.IPPROTO_UDP, 100, 2)   # UDP_ENCAP, UDP_ENCAP_ESPINUDP
+s.bind((sys.argv[1], 4500))
+print("ready", flush=True)
+time.sleep(3600)
+"""
+
+
+def encap_hold():
+    """Port 4500 held open at both endpoints; returns the holders to kill."""
+    holds = []
+    for n in ("client", "server"):
+        p = subprocess.Popen([sys.executable, "-c", ENCAP_HOLD, "::" if FAMILY == 6 else "0.0.0.0"],
+                             stdout=subprocess.PIPE, text=True, preexec_fn=netns_of(n))
+        p.stdout.readline()
+        holds.append(p)
+    return holds
 
 
 def flush_sas():

@@ -19,6 +19,8 @@ checked by hash: whatever happens to the engine, no byte is lost.
 * an upload (the server fetches from the client): the roles swap, the
   remote PEP ACKs the client's data early and the hub holds past the
   server's window;
+* NAT traversal (every SA in UDP, port 4500): the same engine, the same
+  fetch, the PEPs' own ACKs in UDP too;
 * IPv6 in IPv6 (inner and outer): the same engine, the same fetch;
 * the receiver's window update lost: a reader that stopped reading (its
   window closed, the remote PEP holds what the hop brought) reads again
@@ -267,6 +269,25 @@ def upload(T, prof, sums):
           "intact": intact, "peps": d})
 
 
+def nat_t(T, prof, sums):
+    holds = tb.encap_hold()
+    try:
+        tb.Mode("les-pep", prof, encap=True)
+        before = {n: stats(n) for n in PEPS}
+        res = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        d = {n: delta(before[n], stats(n)) for n in PEPS}
+        udp = tb.sh("ip -s xfrm state list", "client").stdout.count("espinudp")
+    finally:
+        for p in holds:
+            p.kill()
+            p.wait()
+    T.ok(res["status"] == "ok" and udp >= 3 and
+         d["hpep"].get("LesAccelEarlyAckedBytes", 0) >= 10 ** 6 // 2 and
+         not d["hpep"].get("LesAccelErrors", 0),
+         "NAT traversal, ESP in UDP: the 1 MB arrive intact, ACKed early by the hub",
+         {"fetch": res, "espinudp states at the client": udp, "peps": d})
+
+
 def ipv6(T, prof, sums):
     """The testbed again in IPv6 (last: the topology is rebuilt)."""
     tb.topology_down()
@@ -329,7 +350,8 @@ def run(T, out, ko):
                          ("small buffer", small_buffer),
                          ("key gone", origin_key_gone), ("many flows", many_flows),
                          ("hop misbehaves", hop_misbehaves), ("upload", upload),
-                         ("lost window update", lost_window_update), ("ipv6", ipv6)):
+                         ("lost window update", lost_window_update), ("nat-t", nat_t),
+                         ("ipv6", ipv6)):
             T.prefix = f"accel {name}: "
             try:
                 fn(T, prof, sums)

@@ -18,7 +18,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import (B, P, Z, Bg, Config, Sa, Tap, agent, capture_esp,  # noqa: E402
                    counters, encap_hold, delta, iv_mask_of, key, policies, sa_stats, sh,
                    topology_down,
-                   topology_up, tunnel_up, xfrm_flush, MIDDLE_TO_B)
+                   topology_up, tunnel_up, wait_for, xfrm_flush, MIDDLE_TO_B)
 
 import hardening_tests  # noqa: E402
 import mutation_tests  # noqa: E402
@@ -62,8 +62,16 @@ def test_load():
     T.ok(os.path.exists("/proc/net/les_stat"), "/proc/net/les_stat exists")
 
 
+def les_refcnt():
+    with open("/sys/module/les/refcnt") as f:
+        return int(f.read())
+
+
 def test_unload():
     xfrm_flush()
+    # The SAs of namespaces deleted just before go with those namespaces'
+    # cleanup, which the kernel runs later (cleanup_net): wait for it.
+    wait_for(lambda: les_refcnt() == 0, 30, 0.2)
     p = sh("rmmod les", check=False)
     T.ok(p.returncode == 0 and not les_loaded(), "les.ko unloads once no SA uses it", p.stderr)
     T.ok("given back to esp4 and esp6" in dmesg_tail(10), "the slot goes back to esp4 and esp6")
