@@ -277,6 +277,10 @@ def nat_t(T, prof, sums):
         res = tb.fetch("1M", tb_conf("1M"), sums, 60)
         d = {n: delta(before[n], stats(n)) for n in PEPS}
         udp = tb.sh("ip -s xfrm state list", "client").stdout.count("espinudp")
+        # The connection's close crosses the hop in UDP too: the sockets
+        # stay until it is done (else the server retransmits its FIN for minutes).
+        wait_for(lambda: "ESTAB" not in tb.sh("ss -tn", "server").stdout and
+                 "LAST-ACK" not in tb.sh("ss -tn", "server").stdout, 10, 0.2)
     finally:
         for p in holds:
             p.kill()

@@ -73,7 +73,9 @@ def test_unload():
     # cleanup, which the kernel runs later (cleanup_net): wait for it.
     wait_for(lambda: les_refcnt() == 0, 30, 0.2)
     p = sh("rmmod les", check=False)
-    T.ok(p.returncode == 0 and not les_loaded(), "les.ko unloads once no SA uses it", p.stderr)
+    T.ok(p.returncode == 0 and not les_loaded(), "les.ko unloads once no SA uses it",
+         p.stderr + (f"refcnt {les_refcnt()}\n" + sh("lsns -t net", check=False).stdout
+                     if les_loaded() else ""))
     T.ok("given back to esp4 and esp6" in dmesg_tail(10), "the slot goes back to esp4 and esp6")
     # esp4 serves plain SAs again.
     cfg = Config("tunnel", 4, 4)
