@@ -430,7 +430,10 @@ def curl(urls, out_dir, max_time, parallel=0):
     """curl in the client namespace; returns (exit code, [write-out dicts])."""
     args = ["curl", "-sS", "--max-time", str(max_time), "-w", CURL_W]
     if parallel:
-        args += ["--parallel", "--parallel-max", str(parallel)]
+        # As a browser does: all the connections at once.  Without
+        # --parallel-immediate curl first waits for one connection's
+        # response, to see whether it can multiplex (HTTP/1.1 cannot).
+        args += ["--parallel", "--parallel-immediate", "--parallel-max", str(parallel)]
     for u in urls:
         args += ["-o", f"{out_dir}/{os.path.basename(u)}", u]
     p = subprocess.run(args, capture_output=True, text=True, timeout=max_time + 60,
