@@ -77,6 +77,7 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 			xfrm_state_put(af->dir[i].origin);
 		if (af->dir[i].probe_origin)
 			xfrm_state_put(af->dir[i].probe_origin);
+		les_view_put(pn, &af->dir[i].view);
 	}
 	list_del(&af->node);
 	list_del(&af->ack_node);
@@ -155,11 +156,8 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_accel_dir *d,
 				struct xfrm_state *view)
 {
-	if (d->origin && READ_ONCE(d->origin->km.state) == XFRM_STATE_VALID)
-		return true;
-	if (d->origin)
-		xfrm_state_put(d->origin);
-	d->origin = les_origin_find(&pn->accel, view, false);
+	if (!les_origin_renew(&pn->accel, &d->origin))
+		d->origin = les_origin_find(&pn->accel, view, false);
 	return d->origin;
 }
 
@@ -169,7 +167,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		      struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
-	bool on = READ_ONCE(an->cfg.on);
+	/* A key that went only drains what is held (drain.c). */
+	bool on = READ_ONCE(an->cfg.on) && !les_key_gone(view);
 	struct les_accel_flow *af;
 	struct les_accel_dir *d;
 
@@ -182,6 +181,10 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		goto pass;
 
 	d = &af->dir[from];
+	les_view_set(pn, &d->view, view);
+	/* Nothing new is held that only a key gone could free. */
+	if (les_view_gone(af->dir[!from].view))
+		on = false;
 	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
 	if (d->early && (!on || !les_accel_origin_ok(pn, d, view))) {
 		d->early = false;
@@ -211,8 +214,11 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	} else {
 		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo);
 
+		if (pkt->payload)
+			d->off_hop = jiffies | 1;
 		if (pkt->payload || !absorb) {
-			if (!on || !les_rcv_data(pn, af, from, pkt, skb, view))
+			if (!(on || les_rcv_relied_on(d)) ||
+			    !les_rcv_data(pn, af, from, pkt, skb, view))
 				__skb_queue_tail(&todo->release, skb);
 		} else {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
@@ -220,7 +226,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		}
 	}
 	/* Nothing left to do for it: a plain observed flow again. */
-	if (!on && !les_accel_flow_busy(f) && !af->dir[0].early && !af->dir[1].early)
+	if (!on && !les_accel_flow_busy(f) && !af->dir[0].early && !af->dir[1].early &&
+	    !les_rcv_relied_on(&af->dir[0]) && !les_rcv_relied_on(&af->dir[1]))
 		les_accel_flow_free(pn, f);
 	return;
 
@@ -338,6 +345,7 @@ static void les_accel_tick(struct work_struct *work)
 	les_accel_orphans(pn);
 	les_accel_todo_init(&todo);
 	spin_lock_bh(&pn->flows.lock);
+	les_drain_tick(pn, now);
 	list_for_each_entry(af, &an->flows, node) {
 		les_early_timer(pn, af, 0, now, &todo);
 		les_early_timer(pn, af, 1, now, &todo);
@@ -376,6 +384,7 @@ void les_accel_net_init(struct les_pep_net *pn)
 	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
 	spin_lock_init(&an->origin_lock);
 	INIT_LIST_HEAD(&an->origin_sas);
+	INIT_LIST_HEAD(&an->views);
 	les_pacer_init(&an->pacer, pn->net);
 }
 
@@ -388,15 +397,22 @@ void les_accel_net_pre_exit(struct les_pep_net *pn)
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_flow *af, *tmp;
-
 	struct sk_buff_head out;
+	bool views;
 
 	__skb_queue_head_init(&out);
 	spin_lock_bh(&pn->flows.lock);
+	views = !list_empty(&an->views);
 	list_for_each_entry_safe(af, tmp, &an->flows, node)
 		les_accel_flow_free(pn, af->flow);
 	les_hop_flush(pn, &out);
 	spin_unlock_bh(&pn->flows.lock);
+	/*
+	 * The views' states are put after a grace period (drain.c): before
+	 * xfrm's own exit, whose state GC would run their destructor late.
+	 */
+	if (views)
+		rcu_barrier();
 	cancel_delayed_work_sync(&an->tick);
 	les_pacer_queue(&an->pacer, &out);
 	les_accel_orphans(pn);

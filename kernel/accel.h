@@ -38,6 +38,14 @@ struct les_sa;
 /* Retransmission timer: at least this, and twice the hop's RTT. */
 #define LES_ACCEL_RTO_MIN_MS		200
 #define LES_ACCEL_TICK_MS		10
+/* How long a key that went keeps reading for the data it held (drain.c). */
+#define LES_DRAIN_MAX_MS		30000
+/*
+ * The far PEP may send a flow's data past its receiver's window, for this
+ * PEP to hold, until the flow has been this long without data off the hop
+ * (receiver.c).
+ */
+#define LES_RCV_QUIET_MS		2000
 /* ACK thinning: a receiver's pure ACK waits at most this, or this much data. */
 #define LES_THIN_MS			20
 #define LES_THIN_SEGMENTS		8
@@ -99,9 +107,15 @@ struct les_accel_dir {
 	bool rcv_known;
 	u8 dupacks;
 	struct xfrm_state *origin;	/* PEP-origin SA toward the sender */
+	/*
+	 * The pep-view key of this side's newest packet: it reads this side's
+	 * data, and the ACKs for the other side's (drain.c).
+	 */
+	struct les_view *view;
 	/* Receiver's side: the data came off the hop. */
 	struct list_head over;	/* past the receiver's window, in order */
 	u32 over_bytes;
+	unsigned long off_hop;	/* jiffies | 1: the newest data, or 0 */
 	/*
 	 * Probing the receiver for its window (receiver.c): on a PEP-origin
 	 * SA toward it, when the held packets have not moved for a while.
@@ -173,6 +187,8 @@ struct les_accel_net {
 	/* PEP-origin SAs of the namespace (origin.c). */
 	spinlock_t origin_lock;
 	struct list_head origin_sas;
+	/* The pep-view keys flows read with (drain.c): flow table lock, RCU. */
+	struct list_head views;
 };
 
 /* accel.c: from the opener */
@@ -215,6 +231,7 @@ void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
 
 /* receiver.c: the receiver's side */
+bool les_rcv_relied_on(const struct les_accel_dir *d);
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
 		  struct sk_buff *skb, struct xfrm_state *view);
@@ -249,6 +266,24 @@ void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
 /* origin.c */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,
 				   const struct xfrm_state *view, bool along);
+/* A key deleted or expired, still held here. */
+static inline bool les_key_gone(const struct xfrm_state *x)
+{
+	return x && READ_ONCE(x->km.state) != XFRM_STATE_VALID;
+}
+
+/* drain.c: the keys flows read with, and their drain when they go */
+struct les_view;
+void les_view_set(struct les_pep_net *pn, struct les_view **vp,
+		  struct xfrm_state *x);
+void les_view_put(struct les_pep_net *pn, struct les_view **vp);
+bool les_view_gone(const struct les_view *v);
+struct xfrm_state *les_drain_lookup(struct les_accel_net *an,
+				    const xfrm_address_t *daddr, __be32 spi,
+				    unsigned short family);
+void les_drain_tick(struct les_pep_net *pn, ktime_t now);
+
+bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp);
 int les_origin_send(struct xfrm_state *x, const struct les_ack_desc *d);
 
 #endif /* LES_ACCEL_H */

@@ -45,19 +45,17 @@ void les_origin_sa_del(struct les_sa *sa)
 }
 
 /*
- * The PEP-origin SA that sends toward the sender of the packets @view
- * reads (the reverse addresses), or with @along toward their receiver (the
- * same addresses); the same mode, family and encapsulation.
- * Returns it held, or NULL.  Under the lock, not RCU: xfrm frees a state
- * right after its destructor (les_origin_sa_del()) without a grace
- * period, so only the lock keeps a listed state's memory alive here.
+ * A valid PEP-origin SA from @from to @to, of @ref's family, mode and
+ * encapsulation.  Returns it held, or NULL.  Under the lock, not RCU: xfrm
+ * frees a state right after its destructor (les_origin_sa_del()) without
+ * a grace period, so only the lock keeps a listed state's memory alive here.
  */
-struct xfrm_state *les_origin_find(struct les_accel_net *an,
-				   const struct xfrm_state *view, bool along)
+static struct xfrm_state *les_origin_lookup(struct les_accel_net *an,
+					    const struct xfrm_state *ref,
+					    const xfrm_address_t *from,
+					    const xfrm_address_t *to)
 {
-	unsigned short family = view->props.family;
-	const xfrm_address_t *to = along ? &view->id.daddr : &view->props.saddr;
-	const xfrm_address_t *from = along ? &view->props.saddr : &view->id.daddr;
+	unsigned short family = ref->props.family;
 	struct xfrm_state *found = NULL;
 	struct les_sa *sa;
 
@@ -66,8 +64,8 @@ struct xfrm_state *les_origin_find(struct les_accel_net *an,
 		struct xfrm_state *x = sa->x;
 
 		if (x->props.family != family ||
-		    x->props.mode != view->props.mode ||
-		    !!x->encap != !!view->encap ||
+		    x->props.mode != ref->props.mode ||
+		    !!x->encap != !!ref->encap ||
 		    !xfrm_addr_equal(&x->props.saddr, from, family) ||
 		    !xfrm_addr_equal(&x->id.daddr, to, family) ||
 		    READ_ONCE(x->km.state) != XFRM_STATE_VALID)
@@ -80,6 +78,38 @@ struct xfrm_state *les_origin_find(struct les_accel_net *an,
 	}
 	spin_unlock_bh(&an->origin_lock);
 	return found;
+}
+
+/*
+ * The PEP-origin SA that sends toward the sender of the packets @view
+ * reads (the reverse addresses), or with @along toward their receiver (the
+ * same addresses).  Returns it held, or NULL.
+ */
+struct xfrm_state *les_origin_find(struct les_accel_net *an,
+				   const struct xfrm_state *view, bool along)
+{
+	return les_origin_lookup(an, view,
+				 along ? &view->props.saddr : &view->id.daddr,
+				 along ? &view->id.daddr : &view->props.saddr);
+}
+
+/*
+ * *@xp, held by the caller, if it is still valid; else the SA that took
+ * its place (same addresses: re-added or rekeyed), or NULL, the old one
+ * put.  A flow holding a dead SA would keep it, and fail every send, until
+ * the flow goes.  True if *@xp can send.
+ */
+bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp)
+{
+	struct xfrm_state *old = *xp;
+
+	if (!old)
+		return false;
+	if (READ_ONCE(old->km.state) == XFRM_STATE_VALID)
+		return true;
+	*xp = les_origin_lookup(an, old, &old->props.saddr, &old->id.daddr);
+	xfrm_state_put(old);
+	return *xp;
 }
 
 /* The SA's next sequence number, as xfrm_output() would take it. */

@@ -97,6 +97,7 @@ struct les_pep_op {
 	 */
 	struct sk_buff *skb;
 	bool to_hop;
+	bool draining;			/* @x went: read for held data (drain.c) */
 	struct les_pep_outer outer;
 	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 6 + L */
 	u8 nonce[LES_NONCE_LEN];
@@ -206,7 +207,8 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	 * The replay window moves only for a header zone whose ICV2 verified
 	 * (protocol.md 7): a forgery or a replay changes nothing here.
 	 */
-	if (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x)) {
+	if (!op->draining &&
+	    (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x))) {
 		why = LES_STAT_PEP_KEY_EXPIRED;
 	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
 		x->stats.integrity_failed++;
@@ -219,9 +221,14 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 			why = LES_STAT_PEP_REPLAY;
 		} else {
 			les_replay_advance(&op->sa->replay, seq);
-			/* ip -s xfrm state shows what the PEP key opened. */
-			x->curlft.bytes += op->skb_len;
-			x->curlft.packets++;
+			/*
+			 * ip -s xfrm state shows what the PEP key opened; a
+			 * key that went is read on for held data only (drain.c).
+			 */
+			if (!op->draining) {
+				x->curlft.bytes += op->skb_len;
+				x->curlft.packets++;
+			}
 		}
 	}
 	spin_unlock_bh(&x->lock);
@@ -350,7 +357,7 @@ static unsigned int les_pep_backlog_max(struct les_pep_net *pn)
 static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 			 struct les_sa *sa, struct sk_buff *skb,
 			 const struct les_pep_outer *outer, bool take,
-			 bool to_hop, bool *taken)
+			 bool to_hop, bool draining, bool *taken)
 {
 	unsigned int esp_len = skb->len - outer->esp_off;
 	unsigned int hz_len, hz_end, backlog_max;
@@ -391,6 +398,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	op->outer = *outer;
 	op->skb = NULL;
 	op->to_hop = to_hop;
+	op->draining = draining;
 	op->esp_len = esp_len;
 	op->skb_len = skb->len;
 	op->hz_len = hz_len;
@@ -474,9 +482,9 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 				const struct nf_hook_state *state)
 {
 	struct net *net = pn->net;
+	bool taken = false, draining = false;
 	struct xfrm_state *x;
 	struct les_sa *sa;
-	bool taken = false;
 	__be32 spi;
 	int why, hop;
 
@@ -489,13 +497,18 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	/* The one lookup every ESP packet pays. */
 	x = xfrm_state_lookup(net, READ_ONCE(pn->pep_mark), &outer->daddr, spi,
 			      IPPROTO_ESP, outer->family);
+	/* Gone from xfrm, but data it reads is held (drain.c). */
+	if (!x && !list_empty(&pn->accel.views)) {
+		x = les_drain_lookup(&pn->accel, &outer->daddr, spi, outer->family);
+		draining = x;
+	}
 	if (!x) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
 		return NF_ACCEPT;
 	}
 	sa = x->type == &les_sa_type ? les_sa_get(x) : NULL;
 	if (!sa || sa->role != LES_ROLE_PEP_VIEW ||
-	    READ_ONCE(x->km.state) != XFRM_STATE_VALID) {
+	    (!draining && READ_ONCE(x->km.state) != XFRM_STATE_VALID)) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
 		xfrm_state_put(x);
 		return NF_ACCEPT;
@@ -503,7 +516,7 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	hop = les_pep_hop(pn, skb, state);
 	if (hop)
 		les_accel_note_okfn(state);
-	why = les_pep_queue(pn, x, sa, skb, outer, hop, hop == 1, &taken);
+	why = les_pep_queue(pn, x, sa, skb, outer, hop, hop == 1, draining, &taken);
 	if (why) {
 		les_stat_inc(net, why);
 		xfrm_state_put(x);

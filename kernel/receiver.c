@@ -44,6 +44,22 @@ static u32 les_rcv_edge(const struct les_flow_side *rcv)
 }
 
 /*
+ * The far PEP sends data past the receiver's window (up to its
+ * peer-buffer) for this PEP to hold.  Forwarded instead, such a packet is
+ * dropped by the receiver's TCP after its xfrm has seen the sequence
+ * number: every resend of it is then refused as a replay, and the data,
+ * ACKed early, is lost.  So the data of @s is still held past the window,
+ * even with acceleration switched off or its keys gone (drain.c), while
+ * some is held so, or while data has come lately.
+ */
+bool les_rcv_relied_on(const struct les_accel_dir *d)
+{
+	return !list_empty(&d->over) ||
+	       (d->off_hop &&
+		time_before(jiffies, d->off_hop + msecs_to_jiffies(LES_RCV_QUIET_MS)));
+}
+
+/*
  * Data of @s, off the hop, for the receiver !@s.  Returns true if the
  * packet is held here; false if it goes on now.
  */
@@ -81,12 +97,7 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		d->probes = 0;
 	}
 	/* The SA to probe with: found once, again if it went away. */
-	if (d->probe_origin &&
-	    READ_ONCE(d->probe_origin->km.state) != XFRM_STATE_VALID) {
-		xfrm_state_put(d->probe_origin);
-		d->probe_origin = NULL;
-	}
-	if (!d->probe_origin)
+	if (!les_origin_renew(an, &d->probe_origin))
 		d->probe_origin = les_origin_find(an, view, true);
 	/* In sequence order; from the tail, where in-order data goes. */
 	list_for_each_entry_reverse(pos, &d->over, node)
@@ -159,7 +170,8 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	const struct les_flow_side *rcv = &af->flow->side[!s];
 	s64 wait = LES_RCV_PROBE_MS * USEC_PER_MSEC;
 
-	if (list_empty(&d->over) || !d->probe_origin || d->probe_due)
+	if (list_empty(&d->over) || d->probe_due ||
+	    !les_origin_renew(&pn->accel, &d->probe_origin))
 		return;
 	if (rcv->rtt_samples)
 		wait = max_t(s64, wait, 2LL * rcv->srtt_us);
@@ -177,7 +189,8 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 /*
  * The probe of the receiver !@s for the data of @s: a pure ACK as @s would
  * send it, one below what the receiver has ACKed, with @s's newest
- * timestamp (never older than the receiver's ts_recent: no PAWS drop).
+ * timestamp (never older than the receiver's ts_recent: no PAWS drop; and
+ * out of window, it does not become ts_recent).
  * False if none is due or the receiver's ACK is not known.
  */
 bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,

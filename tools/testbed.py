@@ -241,11 +241,14 @@ class Mode:
     # Whose data each PEP ACKs early: the direction of the ACKs it sends.
     ORIGIN = {"hpep": ("up", "client", "server"), "rpep": ("down", "server", "client")}
 
-    def __init__(self, name, prof, encap=False):
+    def __init__(self, name, prof, encap=False, transport=False):
         self.name = name
         # NAT traversal: every SA in UDP on port 4500 (RFC 3948); the
         # endpoints must hold an encapsulation socket open (encap_hold()).
         self.encap = encap
+        # Transport mode: the SAs between the endpoints' inner addresses,
+        # which the routers carry as they are (no outer header).
+        self.transport = transport
         self.sas = {}                  # direction ("down"/"up") -> spi
         self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi
         flush_sas()
@@ -265,21 +268,22 @@ class Mode:
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
             keys[direction] = key
             for n in ("client", "server"):
-                sh(sa_add(src, dst, Mode.spi, key, encap), n)
+                sh(sa_add(src, dst, Mode.spi, key, encap, transport), n)
             if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
-                    sh(sa_add(src, dst, Mode.spi, view, encap) + f" mark {PEP_MARK:#x}", n)
+                    sh(sa_add(src, dst, Mode.spi, view, encap, transport) +
+                       f" mark {PEP_MARK:#x}", n)
         if name == "les-pep":
             for pep, (direction, src, dst) in Mode.ORIGIN.items():
                 blobs = {b["role"]: b["blob"] for b in json.loads(
                     lesctl(f"-j blob derive {keys[direction]} pep-id {Mode.PEP_ID[pep]}"))}
                 Mode.spi += 1
                 self.origin[pep] = Mode.spi
-                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap) +
+                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap, transport) +
                    f" mark {PEP_MARK:#x}", pep)
-                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap), dst)
+                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap, transport), dst)
             for pep, dev, rate in (("hpep", "h-r", prof["down_kbit"]), ("rpep", "r-h", prof["up_kbit"])):
                 # Every packet of a flow must reach the engine: a burst of
                 # the sender's window must fit the opener's queue (which a
@@ -289,8 +293,9 @@ class Mode:
                        f"peer-buffer {2 << 20} backlog 16384", pep)
         for me, peer in (("client", "server"), ("server", "client")):
             for d, s, t in (("out", me, peer), ("in", peer, me)):
-                sh(f"ip xfrm policy add src {INNER[s]} dst {INNER[t]} dir {d} "
-                   f"tmpl src {OUTER[s]} dst {OUTER[t]} proto esp reqid 1 mode tunnel", me)
+                tmpl = ("proto esp reqid 1 mode transport" if transport else
+                        f"src {OUTER[s]} dst {OUTER[t]} proto esp reqid 1 mode tunnel")
+                sh(f"ip xfrm policy add src {INNER[s]} dst {INNER[t]} dir {d} tmpl {tmpl}", me)
 
     def counters(self):
         """What proves the mode carried a fetch: the client's inbound SA,
@@ -344,10 +349,11 @@ def lesctl(args, where=None):
     return sh(f"{LESCTL} {args}", where).stdout.strip()
 
 
-def sa_add(src, dst, spi, key, encap=False):
-    return (f"ip xfrm state add src {OUTER[src]} dst {OUTER[dst]} proto esp spi {spi:#x} "
-            f"reqid 1 mode tunnel aead {AEAD} {key} 128 replay-window 4096 "
-            f"sel src {INNER[src]} dst {INNER[dst]}" +
+def sa_add(src, dst, spi, key, encap=False, transport=False):
+    ends = INNER if transport else OUTER
+    return (f"ip xfrm state add src {ends[src]} dst {ends[dst]} proto esp spi {spi:#x} "
+            f"reqid 1 mode {'transport' if transport else 'tunnel'} aead {AEAD} {key} 128 "
+            f"replay-window 4096 sel src {INNER[src]} dst {INNER[dst]}" +
             (" encap espinudp 4500 4500 0.0.0.0" if encap else ""))
 
 

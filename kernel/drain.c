@@ -1,0 +1,174 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The pep-view keys the engine's flows read with, and what happens when
+ * one goes while they hold data (docs/accel.md 3.1).
+ *
+ * Data a PEP has ACKed early is freed only by the receiver's ACKs, and data
+ * held past a receiver's window is released by its window updates: only a
+ * pep-view key reads either.  Such data also needs its own key read on: a
+ * packet of it that went past the receiver unread would be dropped there
+ * as out of window, and its ESP sequence number, seen, would make the
+ * receiver's xfrm refuse the held one.  A key deleted (by the operator,
+ * before unloading the module) or expired would strand what is held.
+ *
+ * So each flow direction holds its key through a struct les_view, one per
+ * key in use by some flow; when xfrm's lookup misses, the hook looks among
+ * those whose state went, and reads with it.  What such a key reads makes
+ * nothing new held past a hole and no ACK of ours (accel.c), and is charged
+ * to no lifetime (pep.c).  The tick lets a flow keep a key that went only
+ * while it holds data, at most LES_DRAIN_MAX_MS from when it was first
+ * seen gone; a flow still holding data then lets go of it, as a flow freed
+ * for idleness does.
+ *
+ * A view holds a reference on its state, and so on the module: "rmmod"
+ * after "ip xfrm state flush" on a PEP that holds data fails with EBUSY
+ * until the drain is over.
+ */
+#include <linux/slab.h>
+
+#include "les.h"
+#include "pep.h"
+
+/*
+ * The list is changed under the flow table lock and read by the hook
+ * under RCU.  The state is put after a grace period: xfrm frees a state as
+ * soon as its last reference goes, and the hook may be looking at it.
+ */
+struct les_view {
+	struct list_head node;		/* on les_accel_net.views */
+	struct rcu_head rcu;
+	struct xfrm_state *x;		/* held */
+	unsigned int users;		/* flow directions reading with it */
+	ktime_t gone;			/* first seen gone by the tick, or 0 */
+};
+
+static void les_view_free_rcu(struct rcu_head *head)
+{
+	struct les_view *v = container_of(head, struct les_view, rcu);
+
+	xfrm_state_put(v->x);
+	kfree(v);
+}
+
+/*
+ * Flow table lock held: *@vp becomes the view of @x (made if none is),
+ * the old one let go.  On no memory *@vp is NULL: that flow then has no
+ * drain if @x goes.
+ */
+void les_view_set(struct les_pep_net *pn, struct les_view **vp,
+		  struct xfrm_state *x)
+{
+	struct les_accel_net *an = &pn->accel;
+	struct les_view *v;
+
+	if (*vp && (*vp)->x == x)
+		return;
+	les_view_put(pn, vp);
+	list_for_each_entry(v, &an->views, node)
+		if (v->x == x)
+			goto found;
+	v = kzalloc(sizeof(*v), GFP_ATOMIC | __GFP_ACCOUNT);
+	if (!v) {
+		les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
+		return;
+	}
+	xfrm_state_hold(x);
+	v->x = x;
+	list_add_tail_rcu(&v->node, &an->views);
+found:
+	v->users++;
+	*vp = v;
+}
+
+/* Flow table lock held: the flow direction lets go of its view. */
+void les_view_put(struct les_pep_net *pn, struct les_view **vp)
+{
+	struct les_view *v = *vp;
+
+	if (!v)
+		return;
+	*vp = NULL;
+	if (--v->users)
+		return;
+	list_del_rcu(&v->node);
+	/* A deleted SA must not live on here (nor keep the module). */
+	call_rcu(&v->rcu, les_view_free_rcu);
+}
+
+bool les_view_gone(const struct les_view *v)
+{
+	return v && les_key_gone(v->x);
+}
+
+/*
+ * The hook, after xfrm's lookup missed: the key that went which reads ESP
+ * packets to @daddr with @spi, held, if a flow still reads with it; else
+ * NULL.
+ */
+struct xfrm_state *les_drain_lookup(struct les_accel_net *an,
+				    const xfrm_address_t *daddr, __be32 spi,
+				    unsigned short family)
+{
+	struct xfrm_state *found = NULL;
+	struct les_view *v;
+
+	rcu_read_lock();
+	list_for_each_entry_rcu(v, &an->views, node) {
+		struct xfrm_state *x = v->x;
+
+		if (x->id.spi == spi && x->props.family == family &&
+		    xfrm_addr_equal(&x->id.daddr, daddr, family) &&
+		    les_key_gone(x)) {
+			/* The view's reference lasts a grace period more. */
+			xfrm_state_hold(x);
+			found = x;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return found;
+}
+
+/*
+ * The tick, flow table lock held.  The key of side @s's packets reads
+ * the ACKs and window of the data of !@s, and the data of @s: a flow needs
+ * it while the data of !@s is held here as copies, or while the data of
+ * either may come past its receiver's window (les_rcv_relied_on()).
+ */
+void les_drain_tick(struct les_pep_net *pn, ktime_t now)
+{
+	struct les_accel_flow *af, *tmp;
+	unsigned int s;
+
+	list_for_each_entry_safe(af, tmp, &pn->accel.flows, node) {
+		for (s = 0; s < 2; s++) {
+			struct les_accel_dir *d = &af->dir[s], *data = &af->dir[!s];
+			struct les_view *v = d->view;
+
+			/*
+			 * PEP-origin SAs that went are let go here too: a flow
+			 * whose packets are no longer read would keep them.
+			 */
+			if (les_key_gone(d->origin))
+				les_origin_renew(&pn->accel, &d->origin);
+			if (les_key_gone(d->probe_origin))
+				les_origin_renew(&pn->accel, &d->probe_origin);
+			if (!les_view_gone(v))
+				continue;
+			if (!data->held_bytes && !les_rcv_relied_on(data) &&
+			    !les_rcv_relied_on(d)) {
+				les_view_put(pn, &d->view);
+				continue;
+			}
+			if (!v->gone) {
+				v->gone = now;
+				les_stat_inc(pn->net, LES_STAT_ACCEL_KEYS_DRAINED);
+			}
+			if (ktime_ms_delta(now, v->gone) > LES_DRAIN_MAX_MS) {
+				les_stat_inc(pn->net, LES_STAT_ACCEL_DRAIN_TIMEOUTS);
+				les_accel_flow_free(pn, af->flow);
+				break;
+			}
+		}
+	}
+}
