@@ -262,8 +262,13 @@ fi
 # KASAN reports only its first finding unless told otherwise: a report the
 # kernel makes while booting (an upstream bug under TCG, before any test
 # code runs) must not hide one the tests would cause.
+# And 4-level paging: under TCG `-cpu max` offers LA57, and 6.1.192
+# identifies the boot CPU with interrupts on (arch_cpu_finalize_init);
+# while it does, the LA57 flag is briefly clear, KASAN takes the 5-level
+# direct map for wild, and every interrupt in that window is a report (once
+# seen: 20,000 reports, no boot in 3 minutes).
 if grep -qs '^CONFIG_KASAN=y' "/lib/modules/$kver/build/.config"; then
-	VM_APPEND="kasan_multi_shot $VM_APPEND"
+	VM_APPEND="kasan_multi_shot no5lvl $VM_APPEND"
 fi
 read -r -a append_args <<< "$VM_APPEND"
 for a in "${append_args[@]}"; do
