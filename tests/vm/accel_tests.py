@@ -287,10 +287,11 @@ def mutants_on_hop(T, prof, sums, seed=None):
     # A replay of a packet the PEP absorbed (an ACK the sender had from it)
     # passes the endpoint's xfrm, which never saw its sequence number; its
     # TCP drops it as old (PAWS).  Nothing else of a mutant reaches TCP
-    # (docs/threat-model.md 5).
+    # (docs/threat-model.md 5).  A lossy hop may cost a server's TCP a
+    # PAWS drop of its own now and then (docs/accel.md 8): 3 are allowed.
     replays = {"server": sum(sent["rpep"].get(k, 0) for k in ("replayed", "replayed old")),
                "client": sum(sent["hpep"].get(k, 0) for k in ("replayed", "replayed old"))}
-    tcp_ok = all(k.endswith("TcpExtPAWSEstab") and v <= replays[k.split()[0]]
+    tcp_ok = all(k.endswith("TcpExtPAWSEstab") and v <= replays[k.split()[0]] + 3
                  for k, v in tcp.items())
     print(f"# mutants on the hop (seed {seed}): {sent}; counted {counted}; "
           f"endpoint TCP {tcp}", flush=True)
