@@ -152,6 +152,18 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);
 }
 
+/* No new early ACKs for @d's data; what is held is still delivered. */
+static void les_accel_early_stop(struct les_accel_dir *d)
+{
+	d->early = false;
+	d->late = false;
+	/* A deleted SA must not live on here (nor keep the module). */
+	if (d->origin) {
+		xfrm_state_put(d->origin);
+		d->origin = NULL;
+	}
+}
+
 /* The PEP-origin SA of @d still works, or another one replaces it. */
 static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_accel_dir *d,
 				struct xfrm_state *view)
@@ -167,10 +179,19 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		      struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
-	/* A key that went only drains what is held (drain.c). */
-	bool on = READ_ONCE(an->cfg.on) && !les_key_gone(view);
 	struct les_accel_flow *af;
 	struct les_accel_dir *d;
+	bool on;
+
+	/*
+	 * A key that went only drains what is held; until the other side's
+	 * packets come under a valid key again, its ACKs cannot be read
+	 * (drain.c).
+	 */
+	if (!les_key_gone(view))
+		f->side[from].key_went = false;
+	on = READ_ONCE(an->cfg.on) && !les_key_gone(view) &&
+	     !f->side[!from].key_went;
 
 	if (on && to_hop)
 		les_accel_start(pn, f, from, pkt, view);
@@ -186,15 +207,14 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	if (les_view_gone(af->dir[!from].view))
 		on = false;
 	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
-	if (d->early && (!on || !les_accel_origin_ok(pn, d, view))) {
-		d->early = false;
-		d->late = false;
-		/* A deleted SA must not live on here (nor keep the module). */
-		if (d->origin) {
-			xfrm_state_put(d->origin);
-			d->origin = NULL;
-		}
-	}
+	if (d->early && (!on || !les_accel_origin_ok(pn, d, view)))
+		les_accel_early_stop(d);
+	/*
+	 * This packet's key went: it reads the ACKs of the other side's
+	 * data, which we then ACK no more, not even to open the window.
+	 */
+	if (les_key_gone(view) && af->dir[!from].early)
+		les_accel_early_stop(&af->dir[!from]);
 	if (pkt->tcp.flags & LES_TCP_RST) {
 		/* The connection is over: let go of everything, forward it. */
 		les_accel_flow_free(pn, f);
@@ -368,6 +388,7 @@ static void les_accel_tick(struct work_struct *work)
 void les_accel_net_init(struct les_pep_net *pn)
 {
 	struct les_accel_net *an = &pn->accel;
+	unsigned int i;
 
 	an->cfg.on = false;
 	an->cfg.hop_ifindex = 0;
@@ -384,7 +405,9 @@ void les_accel_net_init(struct les_pep_net *pn)
 	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
 	spin_lock_init(&an->origin_lock);
 	INIT_LIST_HEAD(&an->origin_sas);
-	INIT_LIST_HEAD(&an->views);
+	for (i = 0; i < ARRAY_SIZE(an->views); i++)
+		INIT_HLIST_HEAD(&an->views[i]);
+	an->nr_views = 0;
 	les_pacer_init(&an->pacer, pn->net);
 }
 
@@ -398,21 +421,13 @@ void les_accel_net_pre_exit(struct les_pep_net *pn)
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_flow *af, *tmp;
 	struct sk_buff_head out;
-	bool views;
 
 	__skb_queue_head_init(&out);
 	spin_lock_bh(&pn->flows.lock);
-	views = !list_empty(&an->views);
 	list_for_each_entry_safe(af, tmp, &an->flows, node)
 		les_accel_flow_free(pn, af->flow);
 	les_hop_flush(pn, &out);
 	spin_unlock_bh(&pn->flows.lock);
-	/*
-	 * The views' states are put after a grace period (drain.c): before
-	 * xfrm's own exit, whose state GC would run their destructor late.
-	 */
-	if (views)
-		rcu_barrier();
 	cancel_delayed_work_sync(&an->tick);
 	les_pacer_queue(&an->pacer, &out);
 	les_accel_orphans(pn);

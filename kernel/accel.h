@@ -40,6 +40,7 @@ struct les_sa;
 #define LES_ACCEL_TICK_MS		10
 /* How long a key that went keeps reading for the data it held (drain.c). */
 #define LES_DRAIN_MAX_MS		30000
+#define LES_VIEW_HASH_BITS		6
 /*
  * The far PEP may send a flow's data past its receiver's window, for this
  * PEP to hold, until the flow has been this long without data off the hop
@@ -188,7 +189,8 @@ struct les_accel_net {
 	spinlock_t origin_lock;
 	struct list_head origin_sas;
 	/* The pep-view keys flows read with (drain.c): flow table lock, RCU. */
-	struct list_head views;
+	struct hlist_head views[1 << LES_VIEW_HASH_BITS];
+	unsigned int nr_views;
 };
 
 /* accel.c: from the opener */
@@ -278,9 +280,10 @@ void les_view_set(struct les_pep_net *pn, struct les_view **vp,
 		  struct xfrm_state *x);
 void les_view_put(struct les_pep_net *pn, struct les_view **vp);
 bool les_view_gone(const struct les_view *v);
-struct xfrm_state *les_drain_lookup(struct les_accel_net *an,
+struct xfrm_state *les_drain_lookup(struct les_accel_net *an, u32 mark,
 				    const xfrm_address_t *daddr, __be32 spi,
 				    unsigned short family);
+bool les_drain_reads(struct les_accel_net *an, const struct xfrm_state *x);
 void les_drain_tick(struct les_pep_net *pn, ktime_t now);
 
 bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp);

@@ -24,65 +24,86 @@
  * after "ip xfrm state flush" on a PEP that holds data fails with EBUSY
  * until the drain is over.
  */
+#include <linux/hash.h>
 #include <linux/slab.h>
 
 #include "les.h"
 #include "pep.h"
 
 /*
- * The list is changed under the flow table lock and read by the hook
- * under RCU.  The state is put after a grace period: xfrm frees a state as
- * soon as its last reference goes, and the hook may be looking at it.
+ * Views are hashed by SPI (an ESP packet no key reads, a stranger's or a
+ * forged one, costs one short bucket walk), changed under the flow table
+ * lock and read by the hook under RCU.  A view puts its state when it
+ * goes: xfrm destroys a state a grace period after its last reference
+ * (its state GC), so a reader may still look at it, and takes a reference
+ * only if one is left.
  */
 struct les_view {
-	struct list_head node;		/* on les_accel_net.views */
+	struct hlist_node node;		/* in les_accel_net.views */
 	struct rcu_head rcu;
-	struct xfrm_state *x;		/* held */
+	struct xfrm_state *x;		/* held while hashed */
 	unsigned int users;		/* flow directions reading with it */
 	ktime_t gone;			/* first seen gone by the tick, or 0 */
 };
 
-static void les_view_free_rcu(struct rcu_head *head)
+static struct hlist_head *les_view_bucket(struct les_accel_net *an, __be32 spi)
 {
-	struct les_view *v = container_of(head, struct les_view, rcu);
+	return &an->views[hash_32((__force u32)spi, LES_VIEW_HASH_BITS)];
+}
 
-	xfrm_state_put(v->x);
-	kfree(v);
+/* Flow table lock held. */
+static struct les_view *les_view_find(struct les_accel_net *an,
+				      const struct xfrm_state *x)
+{
+	struct les_view *v;
+
+	hlist_for_each_entry(v, les_view_bucket(an, x->id.spi), node)
+		if (v->x == x)
+			return v;
+	return NULL;
 }
 
 /*
  * Flow table lock held: *@vp becomes the view of @x (made if none is),
- * the old one let go.  On no memory *@vp is NULL: that flow then has no
- * drain if @x goes.
+ * the old one let go.  A key that went gets no new view: a drain lasts
+ * from when its key went (the tick), and a packet that was on its way
+ * then must not start another.  Nor does a straggler on a key that went
+ * take a direction off the valid key it has moved to (a rekey).  On no
+ * memory *@vp stays as it was.
  */
 void les_view_set(struct les_pep_net *pn, struct les_view **vp,
 		  struct xfrm_state *x)
 {
 	struct les_accel_net *an = &pn->accel;
-	struct les_view *v;
+	struct les_view *v = *vp;
 
-	if (*vp && (*vp)->x == x)
+	if (v && v->x == x)
 		return;
-	les_view_put(pn, vp);
-	list_for_each_entry(v, &an->views, node)
-		if (v->x == x)
-			goto found;
-	v = kzalloc(sizeof(*v), GFP_ATOMIC | __GFP_ACCOUNT);
+	if (les_key_gone(x) && v && !les_view_gone(v))
+		return;
+	v = les_view_find(an, x);
 	if (!v) {
-		les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
-		return;
+		if (les_key_gone(x))
+			return;
+		v = kzalloc(sizeof(*v), GFP_ATOMIC | __GFP_ACCOUNT);
+		if (!v) {
+			les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
+			return;
+		}
+		xfrm_state_hold(x);
+		v->x = x;
+		hlist_add_head_rcu(&v->node, les_view_bucket(an, x->id.spi));
+		WRITE_ONCE(an->nr_views, an->nr_views + 1);
 	}
-	xfrm_state_hold(x);
-	v->x = x;
-	list_add_tail_rcu(&v->node, &an->views);
-found:
 	v->users++;
+	les_view_put(pn, vp);
 	*vp = v;
 }
 
 /* Flow table lock held: the flow direction lets go of its view. */
 void les_view_put(struct les_pep_net *pn, struct les_view **vp)
 {
+	struct les_accel_net *an = &pn->accel;
 	struct les_view *v = *vp;
 
 	if (!v)
@@ -90,9 +111,11 @@ void les_view_put(struct les_pep_net *pn, struct les_view **vp)
 	*vp = NULL;
 	if (--v->users)
 		return;
-	list_del_rcu(&v->node);
+	hlist_del_rcu(&v->node);
+	WRITE_ONCE(an->nr_views, an->nr_views - 1);
 	/* A deleted SA must not live on here (nor keep the module). */
-	call_rcu(&v->rcu, les_view_free_rcu);
+	xfrm_state_put(v->x);
+	kfree_rcu(v, rcu);
 }
 
 bool les_view_gone(const struct les_view *v)
@@ -102,25 +125,26 @@ bool les_view_gone(const struct les_view *v)
 
 /*
  * The hook, after xfrm's lookup missed: the key that went which reads ESP
- * packets to @daddr with @spi, held, if a flow still reads with it; else
- * NULL.
+ * packets to @daddr with @spi under @mark, held, if a flow still reads
+ * with it; else NULL.
  */
-struct xfrm_state *les_drain_lookup(struct les_accel_net *an,
+struct xfrm_state *les_drain_lookup(struct les_accel_net *an, u32 mark,
 				    const xfrm_address_t *daddr, __be32 spi,
 				    unsigned short family)
 {
 	struct xfrm_state *found = NULL;
 	struct les_view *v;
 
+	if (!READ_ONCE(an->nr_views))
+		return NULL;
 	rcu_read_lock();
-	list_for_each_entry_rcu(v, &an->views, node) {
+	hlist_for_each_entry_rcu(v, les_view_bucket(an, spi), node) {
 		struct xfrm_state *x = v->x;
 
 		if (x->id.spi == spi && x->props.family == family &&
+		    (mark & x->mark.m) == x->mark.v &&
 		    xfrm_addr_equal(&x->id.daddr, daddr, family) &&
-		    les_key_gone(x)) {
-			/* The view's reference lasts a grace period more. */
-			xfrm_state_hold(x);
+		    les_key_gone(x) && refcount_inc_not_zero(&x->refcnt)) {
 			found = x;
 			break;
 		}
@@ -130,10 +154,36 @@ struct xfrm_state *les_drain_lookup(struct les_accel_net *an,
 }
 
 /*
+ * Whether @x, which went, is still read for some flow's held data: a
+ * packet looked up while @x was valid and read after it went (the hook,
+ * the opener).
+ */
+bool les_drain_reads(struct les_accel_net *an, const struct xfrm_state *x)
+{
+	struct les_view *v;
+	bool reads = false;
+
+	if (!les_key_gone(x) || !READ_ONCE(an->nr_views))
+		return false;
+	rcu_read_lock();
+	hlist_for_each_entry_rcu(v, les_view_bucket(an, x->id.spi), node) {
+		if (v->x == x) {
+			reads = true;
+			break;
+		}
+	}
+	rcu_read_unlock();
+	return reads;
+}
+
+/*
  * The tick, flow table lock held.  The key of side @s's packets reads
  * the ACKs and window of the data of !@s, and the data of @s: a flow needs
  * it while the data of !@s is held here as copies, or while the data of
- * either may come past its receiver's window (les_rcv_relied_on()).
+ * either may come past its receiver's window (les_rcv_relied_on()).  Once
+ * it has let go of a key that went, the connection is not accelerated
+ * again until a packet of @s comes under a valid key (a rekey): the ACKs
+ * that would free what it held could not be read.
  */
 void les_drain_tick(struct les_pep_net *pn, ktime_t now)
 {
@@ -155,6 +205,7 @@ void les_drain_tick(struct les_pep_net *pn, ktime_t now)
 				les_origin_renew(&pn->accel, &d->probe_origin);
 			if (!les_view_gone(v))
 				continue;
+			af->flow->side[s].key_went = true;
 			if (!data->held_bytes && !les_rcv_relied_on(data) &&
 			    !les_rcv_relied_on(d)) {
 				les_view_put(pn, &d->view);

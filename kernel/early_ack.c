@@ -302,7 +302,14 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));
 }
 
-/* The timer: a held copy unanswered for too long goes again. */
+/*
+ * The timer: the oldest held copy unanswered for too long goes again.  If
+ * it was sent again already and still nothing came back, every copy not
+ * SACKed and not sent within @rto goes: the receiver may have had the
+ * oldest all along, and its xfrm drops a copy it had as a replay, with no
+ * ACK that would tell us where its hole is (its own ACKs of the last round
+ * trip lost on the hop: docs/accel.md 3).
+ */
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
 {
@@ -310,16 +317,23 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	s64 rto = max_t(s64, 2LL * les_early_rtt_us(af->flow, !s),
 			LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
 	struct les_held *h;
+	bool first = true, all = false;
 
 	list_for_each_entry(h, &d->held, node) {
 		if (!h->tx || h->sacked)
 			continue;
-		if (ktime_us_delta(now, h->sent) >= rto << min_t(u8, h->tx - 1, 5)) {
-			les_held_send(h, todo);
-			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+		if (first) {
+			if (ktime_us_delta(now, h->sent) < rto << min_t(u8, h->tx - 1, 5))
+				return;
+			first = false;
+			all = h->tx >= 2;
+		} else if (!all) {
+			break;
+		} else if (ktime_us_delta(now, h->sent) < rto) {
+			continue;
 		}
-		/* The oldest one only: the rest follow as ACKs come. */
-		break;
+		if (les_held_send(h, todo))
+			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 	}
 }
 

@@ -207,6 +207,14 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	 * The replay window moves only for a header zone whose ICV2 verified
 	 * (protocol.md 7): a forgery or a replay changes nothing here.
 	 */
+	/*
+	 * A key that went while the copy waited is read on if a flow still
+	 * drains with it (drain.c): forwarded unread, held data's packet
+	 * would be seen, and refused, by the receiver.
+	 */
+	if (!op->draining && x->km.state != XFRM_STATE_VALID &&
+	    les_drain_reads(&pn->accel, x))
+		op->draining = true;
 	if (!op->draining &&
 	    (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x))) {
 		why = LES_STAT_PEP_KEY_EXPIRED;
@@ -498,9 +506,13 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	x = xfrm_state_lookup(net, READ_ONCE(pn->pep_mark), &outer->daddr, spi,
 			      IPPROTO_ESP, outer->family);
 	/* Gone from xfrm, but data it reads is held (drain.c). */
-	if (!x && !list_empty(&pn->accel.views)) {
-		x = les_drain_lookup(&pn->accel, &outer->daddr, spi, outer->family);
+	if (!x) {
+		x = les_drain_lookup(&pn->accel, READ_ONCE(pn->pep_mark),
+				     &outer->daddr, spi, outer->family);
 		draining = x;
+	} else if (les_drain_reads(&pn->accel, x)) {
+		/* Expired, not yet deleted, its held data still read. */
+		draining = true;
 	}
 	if (!x) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);

@@ -52,6 +52,7 @@ struct les_flow_side {
 	u32 sack[2 * LES_SACK_MAX];
 	bool have_ts;
 	u32 tsval;			/* its newest TSval */
+	bool key_went;			/* its key went, none since (drain.c) */
 	u64 packets, bytes, retrans;
 	/*
 	 * Round trip PEP -> this side -> PEP: a segment of the other side
