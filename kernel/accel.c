@@ -157,6 +157,7 @@ static void les_accel_early_stop(struct les_accel_dir *d)
 {
 	d->early = false;
 	d->late = false;
+	d->ack_due = false;
 	/* A deleted SA must not live on here (nor keep the module). */
 	if (d->origin) {
 		xfrm_state_put(d->origin);
@@ -181,17 +182,16 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_flow *af;
 	struct les_accel_dir *d;
-	bool on;
+	bool on, gone = les_key_gone(view);
 
 	/*
 	 * A key that went only drains what is held; until the other side's
 	 * packets come under a valid key again, its ACKs cannot be read
 	 * (drain.c).
 	 */
-	if (!les_key_gone(view))
+	if (!gone)
 		f->side[from].key_went = false;
-	on = READ_ONCE(an->cfg.on) && !les_key_gone(view) &&
-	     !f->side[!from].key_went;
+	on = READ_ONCE(an->cfg.on) && !gone && !f->side[!from].key_went;
 
 	if (on && to_hop)
 		les_accel_start(pn, f, from, pkt, view);
@@ -203,6 +203,11 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 
 	d = &af->dir[from];
 	les_view_set(pn, &d->view, view);
+	/* A straggler under a key that went, its side moved on (a rekey). */
+	if (gone && d->view && !les_view_gone(d->view)) {
+		gone = false;
+		on = READ_ONCE(an->cfg.on) && !f->side[!from].key_went;
+	}
 	/* Nothing new is held that only a key gone could free. */
 	if (les_view_gone(af->dir[!from].view))
 		on = false;
@@ -213,7 +218,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	 * This packet's key went: it reads the ACKs of the other side's
 	 * data, which we then ACK no more, not even to open the window.
 	 */
-	if (les_key_gone(view) && af->dir[!from].early)
+	if (gone && af->dir[!from].early)
 		les_accel_early_stop(&af->dir[!from]);
 	if (pkt->tcp.flags & LES_TCP_RST) {
 		/* The connection is over: let go of everything, forward it. */
@@ -232,7 +237,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 			return;
 		les_early_data(pn, af, from, pkt, skb, todo);
 	} else {
-		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo);
+		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo) ||
+			      les_early_stale_ack(&af->dir[!from], pkt);
 
 		if (pkt->payload)
 			d->off_hop = jiffies | 1;
@@ -281,7 +287,7 @@ struct les_ack_job {
 	enum les_stat sent;
 };
 
-#define LES_ACK_JOBS	16
+#define LES_ACK_JOBS	12
 
 static void les_ack_job_add(struct les_ack_job *job, struct xfrm_state *x,
 			    enum les_stat sent)
@@ -295,7 +301,7 @@ static void les_ack_job_add(struct les_ack_job *job, struct xfrm_state *x,
  * The early ACKs and receiver probes the batch (or the tick) made due:
  * built under the lock, sent after.
  */
-static void les_accel_send_acks(struct les_pep_net *pn)
+static void les_accel_send_acks(struct les_pep_net *pn, bool tick)
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_ack_job jobs[LES_ACK_JOBS];
@@ -305,14 +311,18 @@ static void les_accel_send_acks(struct les_pep_net *pn)
 	do {
 		n = 0;
 		spin_lock_bh(&pn->flows.lock);
-		while (n + 4 <= LES_ACK_JOBS && !list_empty(&an->ack_due)) {
+		while (n + 4 <= LES_ACK_JOBS && !list_empty(&an->ack_due) &&
+		       !(tick && an->batching)) {
 			af = list_first_entry(&an->ack_due, struct les_accel_flow,
 					      ack_node);
 			list_del_init(&af->ack_node);
 			for (s = 0; s < 2; s++) {
 				struct les_accel_dir *d = &af->dir[s];
 
-				if (d->origin && les_early_ack_desc(pn, af, s, &jobs[n].d))
+				/* None due if none can be sent (early ACKs stopped). */
+				if (!d->origin)
+					d->ack_due = false;
+				else if (les_early_ack_desc(pn, af, s, &jobs[n].d))
 					les_ack_job_add(&jobs[n++], d->origin,
 							LES_STAT_ACCEL_EARLY_ACKS);
 				if (d->probe_origin && les_rcv_probe_desc(af, s, &jobs[n].d))
@@ -332,10 +342,20 @@ static void les_accel_send_acks(struct les_pep_net *pn)
 }
 
 /* The end of an opener batch. */
+void les_accel_batch_start(struct les_pep_net *pn)
+{
+	spin_lock_bh(&pn->flows.lock);
+	pn->accel.batching = true;
+	spin_unlock_bh(&pn->flows.lock);
+}
+
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo)
 {
 	les_accel_todo_run(pn, todo);
-	les_accel_send_acks(pn);
+	spin_lock_bh(&pn->flows.lock);
+	pn->accel.batching = false;
+	spin_unlock_bh(&pn->flows.lock);
+	les_accel_send_acks(pn, false);
 }
 
 /* Packets of flows that went away: forwarded, paced like the rest. */
@@ -379,7 +399,7 @@ static void les_accel_tick(struct work_struct *work)
 	more = !list_empty(&an->flows) || !list_empty(&an->hop_queue);
 	spin_unlock_bh(&pn->flows.lock);
 	les_accel_todo_run(pn, &todo);
-	les_accel_send_acks(pn);
+	les_accel_send_acks(pn, true);
 	if (more)
 		queue_delayed_work(les_pep_wq, &an->tick,
 				   msecs_to_jiffies(LES_ACCEL_TICK_MS));

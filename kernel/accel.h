@@ -97,10 +97,13 @@ struct les_accel_dir {
 	bool late;
 	u32 start;
 	bool ack_due;		/* an early ACK waits for the batch's end */
+	bool rto_unanswered;	/* the timer resent, no receiver ACK since */
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
 	u32 adv_edge;		/* right edge advertised to the sender */
 	bool ts;		/* the flow uses timestamps */
 	u32 tsecr;		/* the sender's TSval of the newest in-order data */
+	bool ts_sent_valid;
+	u32 ts_sent;		/* the TSval of our newest ACK to the sender */
 	struct list_head held;	/* by sequence number */
 	u32 held_bytes;
 	u32 rcv_ack;		/* the receiver's own cumulative ACK */
@@ -181,6 +184,12 @@ struct les_accel_net {
 	/* What goes onto the hop, in arrival order (pace.c): flow table lock. */
 	struct list_head hop_queue;
 	struct list_head ack_due;	/* flows with an early ACK to send */
+	/*
+	 * The opener reads a batch (flow table lock): early ACKs wait for
+	 * its end, so that none overtakes the receiver's older segments the
+	 * batch still has to forward (their TSvals would be older: PAWS).
+	 */
+	bool batching;
 	u64 held_bytes;			/* flow table lock */
 	struct les_pacer pacer;
 	/* Packets of flows that went away, to be forwarded by the opener. */
@@ -201,6 +210,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		      unsigned int from, const struct les_pep_pkt *pkt,
 		      struct sk_buff *skb, struct xfrm_state *view, bool to_hop,
 		      struct les_accel_todo *todo);
+void les_accel_batch_start(struct les_pep_net *pn);
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
 bool les_accel_flow_busy(const struct les_flow *f);
@@ -212,6 +222,8 @@ void les_accel_net_pre_exit(struct les_pep_net *pn);
 void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, const struct les_pep_pkt *pkt,
 		    struct sk_buff *skb, struct les_accel_todo *todo);
+bool les_early_stale_ack(const struct les_accel_dir *d,
+			 const struct les_pep_pkt *pkt);
 bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		       unsigned int s, const struct les_pep_pkt *pkt,
 		       struct les_accel_todo *todo);

@@ -198,6 +198,23 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 }
 
 /*
+ * A pure ACK from the receiver of @d's data that the sender would drop
+ * (PAWS, RFC 7323 5.3): below our ACK point, so old for the sender, and
+ * with a TSval more than a tick older than that of an ACK of ours it had.
+ * The receiver's ACKs can reach us out of order, by more than a tick
+ * (docs/accel.md 3); forwarded, each would count as a PAWS drop there.
+ */
+bool les_early_stale_ack(const struct les_accel_dir *d,
+			 const struct les_pep_pkt *pkt)
+{
+	const struct les_tcp_seg *t = &pkt->tcp;
+
+	return d->ts_sent_valid && t->has_ts && !pkt->payload &&
+	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR)) &&
+	       before(t->ack, d->ack_point) && (s32)(d->ts_sent - t->tsval) > 1;
+}
+
+/*
  * A segment from the receiver (!@s) off the hop, with what it says of the
  * data of @s.  Returns true if it is a pure ACK the sender already had from
  * us: it is absorbed (docs/accel.md 3.3).
@@ -217,6 +234,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 
 	if (!(t->flags & LES_TCP_ACK))
 		return false;
+	d->rto_unanswered = false;
 	/* News for the sender: data that went unheld has arrived. */
 	beyond = after(ack, d->ack_point);
 	edge = ack + ((u32)t->win << les_early_shift(&f->side[!s]));
@@ -304,11 +322,13 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 
 /*
  * The timer: the oldest held copy unanswered for too long goes again.  If
- * it was sent again already and still nothing came back, every copy not
- * SACKed and not sent within @rto goes: the receiver may have had the
- * oldest all along, and its xfrm drops a copy it had as a replay, with no
- * ACK that would tell us where its hole is (its own ACKs of the last round
- * trip lost on the hop: docs/accel.md 3).
+ * the receiver said nothing since the timer's last resend, every copy not
+ * SACKed and not sent within @rto goes too, as far as copies may go (its
+ * window as we last heard it, plus what the far PEP holds past it) and
+ * the pacer has room, the rest through the hop queue: the receiver may
+ * have had that copy all along, and its xfrm drops one it had as a
+ * replay, answering nothing that would tell us where its hole is (its own
+ * ACKs of the last round trip lost on the hop: docs/accel.md 3).
  */
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
@@ -320,16 +340,21 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	bool first = true, all = false;
 
 	list_for_each_entry(h, &d->held, node) {
-		if (!h->tx || h->sacked)
+		if (!h->tx || h->sacked || h->waiting)
 			continue;
 		if (first) {
 			if (ktime_us_delta(now, h->sent) < rto << min_t(u8, h->tx - 1, 5))
 				return;
 			first = false;
-			all = h->tx >= 2;
-		} else if (!all) {
+			all = d->rto_unanswered;
+			d->rto_unanswered = true;
+		} else if (!all || after(h->end, les_early_send_limit(pn, d))) {
 			break;
 		} else if (ktime_us_delta(now, h->sent) < rto) {
+			continue;
+		} else if (!les_pacer_room(&pn->accel.pacer, todo)) {
+			les_hop_queue_held(pn, h, d);
+			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 			continue;
 		}
 		if (les_held_send(h, todo))
@@ -377,5 +402,9 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	desc->has_ts = d->ts && rcv->have_ts;
 	desc->tsval = rcv->tsval;
 	desc->tsecr = d->tsecr;
+	if (desc->has_ts) {
+		d->ts_sent = desc->tsval;
+		d->ts_sent_valid = true;
+	}
 	return true;
 }

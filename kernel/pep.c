@@ -323,6 +323,7 @@ static void les_pep_opener(struct work_struct *work)
 
 	/* New flows are the namespace's memory, not the worker's. */
 	old_memcg = set_active_memcg(pn->memcg);
+	les_accel_batch_start(pn);
 	list_for_each_entry_safe(op, tmp, &batch, node) {
 		/* One request for the batch, not one per copy in the queue. */
 		unsigned int need = sizeof(*req) + crypto_aead_reqsize(op->sa->hz_aead);

@@ -341,8 +341,8 @@ def keys_deleted(T, prof, sums, which="all"):
         tb.sh("nft list tables; ip xfrm state count", "hpep")
 
         def delete():
-            # A fifth of the 1 MB early-ACKed: the hub holds about a round
-            # trip's worth of copies, some of them lost.  The client's ACKs
+            # Once the hub holds 200 kB (it holds up to a round trip's
+            # worth of copies, some of them lost).  The client's ACKs
             # are lost on the hop, after the remote PEP, for a second while
             # the keys go, so that the hub still holds data when its tick
             # first sees them gone, however slow the kernel (a debug
@@ -351,20 +351,22 @@ def keys_deleted(T, prof, sums, which="all"):
             # the client's holes without its ACKs (docs/accel.md 3,
             # Recovery).  (Lost before the remote PEP, the window updates
             # would be too: with its keys gone it could not probe.)
-            wait_for(lambda: delta(before["hpep"], stats("hpep")).get(
-                "LesAccelEarlyAckedBytes", 0) >= 200 << 10, 30, 0.02)
+            wait_for(lambda: held("hpep") >= 200 << 10, 30, 0.02)
             t0 = time.monotonic()
-            for c in ("add table inet lesdrop",
-                      "add chain inet lesdrop in { type filter hook prerouting priority -400 ; }",
-                      "add rule inet lesdrop in iifname h-r meta l4proto esp drop"):
-                tb.sh(f"nft '{c}'", "hpep")
-            now = held("hpep")
+            # The loss, what is held and the deletion in one command: a
+            # debug kernel is slow to start each.
+            deletion = ("ip xfrm state flush" if which == "all" else
+                        f"ip xfrm state delete src {tb.OUTER['client']} dst {tb.OUTER['server']} "
+                        f"proto esp spi {m.sas['up']:#x} mark {tb.PEP_MARK:#x}")
+            show = tb.sh("nft -f - <<'EOF'\n"
+                         "table inet lesdrop {\n"
+                         "  chain in { type filter hook prerouting priority -400;\n"
+                         "    iifname \"h-r\" meta l4proto esp drop; }\n"
+                         "}\n"
+                         f"EOF\n{tb.LESCTL} pep show && {deletion}", "hpep").stdout.split()
+            now = int(show[show.index("held") + 1])
             if which == "all":
-                for n in PEPS:
-                    tb.sh("ip xfrm state flush", n)
-            else:
-                tb.sh(f"ip xfrm state delete src {tb.OUTER['client']} dst {tb.OUTER['server']} "
-                      f"proto esp spi {m.sas['up']:#x} mark {tb.PEP_MARK:#x}", "hpep")
+                tb.sh("ip xfrm state flush", "rpep")
             wait_for(lambda: delta(before["hpep"], stats("hpep")).get(
                 "LesAccelKeysDrained", 0) > 0, 1, 0.02)
             after_drain.update(stats("hpep"))
