@@ -341,7 +341,7 @@ static void les_accel_send_acks(struct les_pep_net *pn, bool tick)
 	} while (n);
 }
 
-/* The end of an opener batch. */
+/* The start of an opener batch: early ACKs now wait for its end. */
 void les_accel_batch_start(struct les_pep_net *pn)
 {
 	spin_lock_bh(&pn->flows.lock);
@@ -349,6 +349,7 @@ void les_accel_batch_start(struct les_pep_net *pn)
 	spin_unlock_bh(&pn->flows.lock);
 }
 
+/* The end of an opener batch: what it forwards first, then its ACKs. */
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo)
 {
 	les_accel_todo_run(pn, todo);
