@@ -198,8 +198,15 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	af = f->accel;
 	if (!af && on && !to_hop && pkt->payload)
 		af = les_accel_flow_get(pn, f);
-	if (!af)
+	if (!af) {
+		/*
+		 * The tick marks only the flows it holds; one that holds
+		 * nothing must not start again before this side's key is back.
+		 */
+		if (gone)
+			f->side[from].key_went = true;
 		goto pass;
+	}
 
 	d = &af->dir[from];
 	les_view_set(pn, &d->view, view);
@@ -208,6 +215,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		gone = false;
 		on = READ_ONCE(an->cfg.on) && !f->side[!from].key_went;
 	}
+	if (gone)
+		f->side[from].key_went = true;
 	/* Nothing new is held that only a key gone could free. */
 	if (les_view_gone(af->dir[!from].view))
 		on = false;
@@ -235,6 +244,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		}
 		if (on && les_rcv_thin(pn, af, !from, pkt, skb, todo))
 			return;
+		/* Not thinned: an ACK still waiting goes first (older TSval). */
+		les_rcv_thin_flush(pn, &af->dir[!from], todo, 0);
 		les_early_data(pn, af, from, pkt, skb, todo);
 	} else {
 		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo) ||
@@ -325,7 +336,9 @@ static void les_accel_send_acks(struct les_pep_net *pn, bool tick)
 				else if (les_early_ack_desc(pn, af, s, &jobs[n].d))
 					les_ack_job_add(&jobs[n++], d->origin,
 							LES_STAT_ACCEL_EARLY_ACKS);
-				if (d->probe_origin && les_rcv_probe_desc(af, s, &jobs[n].d))
+				if (!d->probe_origin)
+					d->probe_due = false;
+				else if (les_rcv_probe_desc(af, s, &jobs[n].d))
 					les_ack_job_add(&jobs[n++], d->probe_origin,
 							LES_STAT_ACCEL_WINDOW_PROBES);
 			}

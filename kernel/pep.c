@@ -215,6 +215,10 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	if (!op->draining && x->km.state != XFRM_STATE_VALID &&
 	    les_drain_reads(&pn->accel, x))
 		op->draining = true;
+	/* So is the very copy that takes it past a hard limit. */
+	if (!op->draining && x->km.state == XFRM_STATE_VALID &&
+	    xfrm_state_check_expire(x) && les_drain_reads(&pn->accel, x))
+		op->draining = true;
 	if (!op->draining &&
 	    (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x))) {
 		why = LES_STAT_PEP_KEY_EXPIRED;
