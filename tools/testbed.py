@@ -249,15 +249,30 @@ class Mode:
         # Transport mode: the SAs between the endpoints' inner addresses,
         # which the routers carry as they are (no outer header).
         self.transport = transport
+        self.prof = prof
         self.sas = {}                  # direction ("down"/"up") -> spi
         self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi
-        flush_sas()
-        for n in ("rpep", "hpep"):
-            lesctl("pep set accel off hop-dev none backlog 1024", n)
-        lesctl("pep set backlog 1024")
-        if name == "clear":
-            return
-        keys = {}
+        # One script per namespace, its xfrm part one `ip -batch`: under
+        # emulation every exec counts (a debug kernel's takes a second).
+        ipb = {n: [] for n in NS}      # namespace -> `ip -batch` lines
+        accel = {}                     # PEP -> its `pep set` once keyed
+        if name != "clear":
+            self._keys(name, encap, transport, ipb, accel)
+        # The host's opener queue bounds the namespaces' (see below).
+        lesctl(f"pep set backlog {16384 if accel else 1024}")
+        for n in NS:
+            script = ["set -e", "ip xfrm state flush", "ip xfrm policy flush"]
+            if n in Mode.PEP_ID:
+                script.append(f"{LESCTL} pep set accel off hop-dev none backlog 1024")
+            if ipb[n]:
+                script.append("ip -batch - <<'EOF'\n" + "\n".join(ipb[n]) + "\nEOF")
+            if n in accel:
+                script.append(f"{LESCTL} {accel[n]}")
+            sh("\n".join(script), n)
+
+    def _keys(self, name, encap, transport, ipb, accel):
+        """The SAs and PEP keys of the mode, as commands per namespace."""
+        blob = {}
         for direction, src, dst in (("up", "client", "server"), ("down", "server", "client")):
             Mode.spi += 1
             self.sas[direction] = Mode.spi
@@ -266,36 +281,38 @@ class Mode:
             else:
                 # The client initiates: "up" is initiator to responder.
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
-            keys[direction] = key
+            blob[direction] = key
             for n in ("client", "server"):
-                sh(sa_add(src, dst, Mode.spi, key, encap, transport), n)
+                ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport))
             if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
-                    sh(sa_add(src, dst, Mode.spi, view, encap, transport) +
-                       f" mark {PEP_MARK:#x}", n)
+                    ipb[n].append(sa_add(src, dst, Mode.spi, view, encap, transport) +
+                                  f" mark {PEP_MARK:#x}")
         if name == "les-pep":
             for pep, (direction, src, dst) in Mode.ORIGIN.items():
                 blobs = {b["role"]: b["blob"] for b in json.loads(
-                    lesctl(f"-j blob derive {keys[direction]} pep-id {Mode.PEP_ID[pep]}"))}
+                    lesctl(f"-j blob derive {blob[direction]} pep-id {Mode.PEP_ID[pep]}"))}
                 Mode.spi += 1
                 self.origin[pep] = Mode.spi
-                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap, transport) +
-                   f" mark {PEP_MARK:#x}", pep)
-                sh(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap, transport), dst)
-            for pep, dev, rate in (("hpep", "h-r", prof["down_kbit"]), ("rpep", "r-h", prof["up_kbit"])):
+                ipb[pep].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap,
+                                       transport) + f" mark {PEP_MARK:#x}")
+                ipb[dst].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap,
+                                       transport))
+            for pep, dev, rate in (("hpep", "h-r", prof_rate(self.prof, "down")),
+                                   ("rpep", "r-h", prof_rate(self.prof, "up"))):
                 # Every packet of a flow must reach the engine: a burst of
                 # the sender's window must fit the opener's queue (which a
                 # namespace may not make longer than the host's).
-                lesctl("pep set backlog 16384")
-                lesctl(f"pep set accel on hop-dev {dev} hop-rate {int(rate)} "
-                       f"peer-buffer {2 << 20} backlog 16384", pep)
+                accel[pep] = (f"pep set accel on hop-dev {dev} hop-rate {rate} "
+                              f"peer-buffer {2 << 20} backlog 16384")
         for me, peer in (("client", "server"), ("server", "client")):
             for d, s, t in (("out", me, peer), ("in", peer, me)):
                 tmpl = ("proto esp reqid 1 mode transport" if transport else
                         f"src {OUTER[s]} dst {OUTER[t]} proto esp reqid 1 mode tunnel")
-                sh(f"ip xfrm policy add src {INNER[s]} dst {INNER[t]} dir {d} tmpl {tmpl}", me)
+                ipb[me].append(f"xfrm policy add src {INNER[s]} dst {INNER[t]} dir {d} "
+                               f"tmpl {tmpl}")
 
     def counters(self):
         """What proves the mode carried a fetch: the client's inbound SA,
@@ -345,13 +362,18 @@ class Mode:
         return None
 
 
+def prof_rate(prof, direction):
+    """The hop's rate in kbit/s, as `pep set hop-rate` takes it."""
+    return int(prof[f"{direction}_kbit"])
+
+
 def lesctl(args, where=None):
     return sh(f"{LESCTL} {args}", where).stdout.strip()
 
 
 def sa_add(src, dst, spi, key, encap=False, transport=False):
     ends = INNER if transport else OUTER
-    return (f"ip xfrm state add src {ends[src]} dst {ends[dst]} proto esp spi {spi:#x} "
+    return (f"xfrm state add src {ends[src]} dst {ends[dst]} proto esp spi {spi:#x} "
             f"reqid 1 mode {'transport' if transport else 'tunnel'} aead {AEAD} {key} 128 "
             f"replay-window 4096 sel src {INNER[src]} dst {INNER[dst]}" +
             (" encap espinudp 4500 4500 0.0.0.0" if encap else ""))

@@ -341,29 +341,31 @@ def keys_deleted(T, prof, sums, which="all"):
         tb.sh("nft list tables; ip xfrm state count", "hpep")
 
         def delete():
-            # Once the hub holds 200 kB (it holds up to a round trip's
-            # worth of copies, some of them lost).  The client's ACKs
-            # are lost on the hop, after the remote PEP, for a second while
-            # the keys go, so that the hub still holds data when its tick
-            # first sees them gone, however slow the kernel (a debug
-            # kernel's deletion could come after the last ACK).  That
-            # second may be the transfer's last: the hub must then find
-            # the client's holes without its ACKs (docs/accel.md 3,
-            # Recovery).  (Lost before the remote PEP, the window updates
-            # would be too: with its keys gone it could not probe.)
-            wait_for(lambda: held("hpep") >= 200 << 10, 30, 0.02)
+            # The client's ACKs are lost on the hop, after the remote PEP,
+            # from the moment the hub holds data until a second after the
+            # keys went: the hub frees nothing meanwhile, so it holds data
+            # when its tick first sees the keys gone, however slow the
+            # kernel (a debug kernel's deletion came after the last ACK
+            # when the loss began only at 200 kB held).  That second may
+            # be the transfer's last: the hub must then find the client's
+            # holes without its ACKs (docs/accel.md 3, Recovery).  (Lost
+            # before the remote PEP, the window updates would be too: with
+            # its keys gone it could not probe.)
+            wait_for(lambda: held("hpep") > 0, 30, 0.02)
+            tb.sh("nft -f - <<'EOF'\n"
+                  "table inet lesdrop {\n"
+                  "  chain in { type filter hook prerouting priority -400;\n"
+                  "    iifname \"h-r\" meta l4proto esp drop; }\n"
+                  "}\n"
+                  "EOF", "hpep")
+            # Up to 200 kB held (it holds up to a round trip's worth of
+            # copies, some of them lost): nothing frees them now.
+            wait_for(lambda: held("hpep") >= 200 << 10, 10, 0.02)
             t0 = time.monotonic()
-            # The loss, what is held and the deletion in one command: a
-            # debug kernel is slow to start each.
             deletion = ("ip xfrm state flush" if which == "all" else
                         f"ip xfrm state delete src {tb.OUTER['client']} dst {tb.OUTER['server']} "
                         f"proto esp spi {m.sas['up']:#x} mark {tb.PEP_MARK:#x}")
-            show = tb.sh("nft -f - <<'EOF'\n"
-                         "table inet lesdrop {\n"
-                         "  chain in { type filter hook prerouting priority -400;\n"
-                         "    iifname \"h-r\" meta l4proto esp drop; }\n"
-                         "}\n"
-                         f"EOF\n{tb.LESCTL} pep show && {deletion}", "hpep").stdout.split()
+            show = tb.sh(f"{tb.LESCTL} pep show && {deletion}", "hpep").stdout.split()
             now = int(show[show.index("held") + 1])
             if which == "all":
                 tb.sh("ip xfrm state flush", "rpep")
@@ -629,11 +631,13 @@ def run(T, out, ko):
             if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
                 continue
             T.prefix = f"accel {name}: "
+            t0 = time.monotonic()
             try:
                 fn(T, prof, sums)
             except Exception as e:  # noqa: BLE001
                 T.ok(False, "set-up", e)
             T.prefix = ""
+            print(f"# accel {name}: {time.monotonic() - t0:.0f} s", flush=True)
     finally:
         tb.flush_sas()
         for n in PEPS:
