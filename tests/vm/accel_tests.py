@@ -629,6 +629,8 @@ def run(T, out, ko):
                          ("transport", transport), ("mutants", mutants_on_hop),
                          ("ipv6", ipv6)):
             if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
+                T.skip(f"accel {name}", "not in LES_ACCEL_ONLY "
+                       f"{os.environ.get('LES_ACCEL_ONLY')}")
                 continue
             T.prefix = f"accel {name}: "
             t0 = time.monotonic()
