@@ -98,7 +98,6 @@ struct les_accel_dir {
 	u32 start;
 	bool ack_due;		/* an early ACK waits for the batch's end */
 	bool rto_unanswered;	/* the timer resent, no receiver ACK since */
-	bool rto_all;		/* a round of every unanswered copy goes on */
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
 	u32 adv_edge;		/* right edge advertised to the sender */
 	bool ts;		/* the flow uses timestamps */

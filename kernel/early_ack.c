@@ -186,7 +186,7 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 	list_for_each_entry(h, &d->held, node) {
 		if (sacked_high && !before(h->seq, sacked_high))
 			break;
-		if (!h->tx || h->waiting)
+		if (!h->tx)
 			continue;
 		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait) {
 			les_held_send(h, todo);
@@ -235,7 +235,6 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (!(t->flags & LES_TCP_ACK))
 		return false;
 	d->rto_unanswered = false;
-	d->rto_all = false;
 	/* News for the sender: data that went unheld has arrived. */
 	beyond = after(ack, d->ack_point);
 	edge = ack + ((u32)t->win << les_early_shift(&f->side[!s]));
@@ -325,13 +324,11 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
  * The timer: the oldest held copy unanswered for too long goes again.  If
  * the receiver said nothing since the timer's last resend, every copy not
  * SACKed and not sent within @rto goes too, as far as copies may go (its
- * window as we last heard it, plus what the far PEP holds past it): the
- * receiver may have had that copy all along, and its xfrm drops one it
- * had as a replay, answering nothing that would tell us where its hole is
- * (its own ACKs of the last round trip lost on the hop: docs/accel.md 3).
- * Such a round goes as fast as the pacer has room, and on at the next
- * tick: never behind the hop queue, whose head may wait for a window that
- * only this round can open.
+ * window as we last heard it, plus what the far PEP holds past it) and
+ * the pacer has room, the rest through the hop queue: the receiver may
+ * have had that copy all along, and its xfrm drops one it had as a
+ * replay, answering nothing that would tell us where its hole is (its own
+ * ACKs of the last round trip lost on the hop: docs/accel.md 3).
  */
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
@@ -339,36 +336,30 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_accel_dir *d = &af->dir[s];
 	s64 rto = max_t(s64, 2LL * les_early_rtt_us(af->flow, !s),
 			LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
-	bool first = true, all = d->rto_all;
 	struct les_held *h;
+	bool first = true, all = false;
 
 	list_for_each_entry(h, &d->held, node) {
 		if (!h->tx || h->sacked || h->waiting)
 			continue;
 		if (first) {
-			first = false;
-			if (ktime_us_delta(now, h->sent) >= rto << min_t(u8, h->tx - 1, 5)) {
-				all |= d->rto_unanswered;
-				d->rto_unanswered = true;
-				if (les_held_send(h, todo))
-					les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
-				continue;
-			}
-			if (!all)
+			if (ktime_us_delta(now, h->sent) < rto << min_t(u8, h->tx - 1, 5))
 				return;
-		}
-		if (after(h->end, les_early_send_limit(pn, d)))
+			first = false;
+			all = d->rto_unanswered;
+			d->rto_unanswered = true;
+		} else if (!all || after(h->end, les_early_send_limit(pn, d))) {
 			break;
-		if (ktime_us_delta(now, h->sent) < rto)
+		} else if (ktime_us_delta(now, h->sent) < rto) {
 			continue;
-		if (!les_pacer_room(&pn->accel.pacer, todo)) {
-			d->rto_all = true;
-			return;
+		} else if (!les_pacer_room(&pn->accel.pacer, todo)) {
+			les_hop_queue_held(pn, h, d);
+			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+			continue;
 		}
 		if (les_held_send(h, todo))
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 	}
-	d->rto_all = false;
 }
 
 /*
