@@ -185,6 +185,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	struct les_pep_net *pn = op->pn;
 	struct xfrm_state *x = op->x;
 	struct les_pep_pkt pkt;
+	bool dead = false;
 	int why;
 
 	u64 seq;
@@ -212,15 +213,15 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	 * drains with it (drain.c): forwarded unread, held data's packet
 	 * would be seen, and refused, by the receiver.
 	 */
-	if (!op->draining && x->km.state != XFRM_STATE_VALID &&
-	    les_drain_reads(&pn->accel, x))
-		op->draining = true;
-	/* So is the very copy that takes it past a hard limit. */
-	if (!op->draining && x->km.state == XFRM_STATE_VALID &&
-	    xfrm_state_check_expire(x) && les_drain_reads(&pn->accel, x))
-		op->draining = true;
-	if (!op->draining &&
-	    (x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x))) {
+	if (!op->draining) {
+		/* So is the very copy that takes it past a hard limit. */
+		dead = x->km.state != XFRM_STATE_VALID || xfrm_state_check_expire(x);
+		if (dead && les_drain_reads(&pn->accel, x)) {
+			op->draining = true;
+			dead = false;
+		}
+	}
+	if (dead) {
 		why = LES_STAT_PEP_KEY_EXPIRED;
 	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
 		x->stats.integrity_failed++;
