@@ -153,7 +153,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 }
 
 /* No new early ACKs for @d's data; what is held is still delivered. */
-static void les_accel_early_stop(struct les_accel_dir *d)
+void les_accel_early_stop(struct les_accel_dir *d)
 {
 	d->early = false;
 	d->late = false;
@@ -237,6 +237,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 
 	if (to_hop) {
 		les_rcv_window(pn, af, !from, todo);
+		les_rcv_update_seen(af, !from);
 		if (les_rcv_probe_answer(&af->dir[!from], pkt)) {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
 			__skb_queue_tail(&todo->drop, skb);
@@ -251,8 +252,10 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		bool absorb = les_early_rcv_ack(pn, af, !from, pkt, todo) ||
 			      les_early_stale_ack(&af->dir[!from], pkt);
 
-		if (pkt->payload)
+		if (pkt->payload) {
 			d->off_hop = jiffies | 1;
+			les_rcv_data_seen(pn, af, from, pkt, view);
+		}
 		if (pkt->payload || !absorb) {
 			if (!(on || les_rcv_relied_on(d)) ||
 			    !les_rcv_data(pn, af, from, pkt, skb, view))

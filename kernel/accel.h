@@ -56,6 +56,12 @@ struct les_sa;
  */
 #define LES_RCV_PROBE_MS		200
 #define LES_RCV_PROBE_BACKOFF_MAX	4
+/*
+ * A window update that may have been lost on its way to the far PEP: the
+ * receiver is probed at most this many times for it (after twice the
+ * round trip to the sender, doubling), each answer sent on.
+ */
+#define LES_RCV_UPDATE_PROBES		3
 
 struct les_accel_cfg {
 	bool on;
@@ -129,6 +135,16 @@ struct les_accel_dir {
 	u8 probes;		/* sent since then */
 	bool probe_due;		/* a probe waits for the batch's end */
 	bool probe_out;		/* sent, its answer not seen yet */
+	/*
+	 * A window update lost on the hop (receiver.c): data stopped coming
+	 * with the receiver's window open past it.  The answer to such a
+	 * probe goes on.
+	 */
+	bool update_probe;	/* the probe due or out is of this kind */
+	u8 update_probes;	/* sent since the newest data or opening */
+	u32 hop_end;		/* end of the newest data off the hop */
+	u32 update_edge;	/* the receiver's right edge then, or since */
+	ktime_t update_since;	/* the newest data or opening, 0: no data */
 	/* ACK thinning: the receiver's newest pure ACK, waiting to go. */
 	struct sk_buff *thin_skb;
 	ktime_t thin_since;
@@ -214,6 +230,7 @@ void les_accel_batch_start(struct les_pep_net *pn);
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
 bool les_accel_flow_busy(const struct les_flow *f);
+void les_accel_early_stop(struct les_accel_dir *d);
 void les_accel_release(struct net *net, struct sk_buff *skb);
 void les_accel_note_okfn(const struct nf_hook_state *state);
 void les_accel_net_pre_exit(struct les_pep_net *pn);
@@ -259,6 +276,10 @@ void les_rcv_thin_flush(struct les_pep_net *pn, struct les_accel_dir *d,
 bool les_rcv_holds(struct les_flow *f, unsigned int from,
 		   const struct les_pep_pkt *pkt);
 bool les_rcv_probe_answer(struct les_accel_dir *d, const struct les_pep_pkt *pkt);
+void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
+		       unsigned int s, const struct les_pep_pkt *pkt,
+		       struct xfrm_state *view);
+void les_rcv_update_seen(struct les_accel_flow *af, unsigned int s);
 void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			 unsigned int s, ktime_t now);
 bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
@@ -296,6 +317,8 @@ struct xfrm_state *les_drain_lookup(struct les_accel_net *an, u32 mark,
 				    const xfrm_address_t *daddr, __be32 spi,
 				    unsigned short family);
 bool les_drain_reads(struct les_accel_net *an, const struct xfrm_state *x);
+bool les_drain_flow_reads(struct les_flow *f, unsigned int from,
+			  const struct les_pep_pkt *pkt);
 void les_drain_tick(struct les_pep_net *pn, ktime_t now);
 
 bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp);

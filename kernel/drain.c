@@ -13,7 +13,8 @@
  *
  * So each flow direction holds its key through a struct les_view, one per
  * key in use by some flow; when xfrm's lookup misses, the hook looks among
- * those whose state went, and reads with it.  What such a key reads makes
+ * those whose state went, and reads with it, for those flows only: the
+ * packets of the SA's other connections go on unread.  What such a key reads makes
  * nothing new held past a hole and no ACK of ours (accel.c), and is charged
  * to no lifetime (pep.c).  The tick lets a flow keep a key that went only
  * while it holds data, at most LES_DRAIN_MAX_MS from when it was first
@@ -177,6 +178,28 @@ bool les_drain_reads(struct les_accel_net *an, const struct xfrm_state *x)
 }
 
 /*
+ * Flow table lock held: whether @f drains with the key, gone, that read
+ * @pkt.  Only such a flow's packets are read on with it: the key's SA also
+ * carries other connections, which its deletion stops reading at once.
+ */
+bool les_drain_flow_reads(struct les_flow *f, unsigned int from,
+			  const struct les_pep_pkt *pkt)
+{
+	const struct les_accel_flow *af = f->accel;
+	unsigned int i;
+
+	if (!af)
+		return false;
+	for (i = 0; i < 2; i++) {
+		const struct les_view *v = af->dir[i].view;
+
+		if (les_view_gone(v) && ntohl(v->x->id.spi) == pkt->spi)
+			return true;
+	}
+	return false;
+}
+
+/*
  * The tick, flow table lock held.  The key of side @s's packets reads
  * the ACKs and window of the data of !@s, and the data of @s: a flow needs
  * it while the data of !@s is held here as copies, or while the data of
@@ -198,9 +221,12 @@ void les_drain_tick(struct les_pep_net *pn, ktime_t now)
 			/*
 			 * PEP-origin SAs that went are let go here too: a flow
 			 * whose packets are no longer read would keep them.
+			 * Without one, no early ACKs: the receiver's ACKs go to
+			 * the sender again, not absorbed for ACKs never sent.
 			 */
-			if (les_key_gone(d->origin))
-				les_origin_renew(&pn->accel, &d->origin);
+			if (les_key_gone(d->origin) &&
+			    !les_origin_renew(&pn->accel, &d->origin))
+				les_accel_early_stop(d);
 			if (les_key_gone(d->probe_origin))
 				les_origin_renew(&pn->accel, &d->probe_origin);
 			if (!les_view_gone(v))

@@ -237,6 +237,8 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 }
 
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
+		   bool (*only)(struct les_flow *f, unsigned int from,
+				const struct les_pep_pkt *pkt),
 		   void (*then)(struct les_flow *f, unsigned int from, void *arg),
 		   void *arg)
 {
@@ -249,6 +251,10 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 	from = les_flow_key_make(&key, pkt);
 	spin_lock_bh(&t->lock);
 	f = rhashtable_lookup_fast(&t->ht, &key, les_flow_params);
+	if (only && (!f || !only(f, from, pkt))) {
+		f = NULL;
+		goto out;
+	}
 	if (f && f->state == LES_FLOW_CLOSED &&
 	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN) {
 		/* A new connection on the tuple of a closed one. */

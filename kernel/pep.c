@@ -280,7 +280,13 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		struct les_pep_accel_arg arg = { op, &pkt, todo };
 
 		les_stat_inc(pn->net, LES_STAT_PEP_OPENED);
-		les_flow_seen(&pn->flows, &pkt, op->skb ? les_pep_accel : NULL, &arg);
+		/*
+		 * A key that went reads on only the flows that drain with
+		 * it; the others' packets go on as if unread (drain.c).
+		 */
+		les_flow_seen(&pn->flows, &pkt,
+			      op->draining ? les_drain_flow_reads : NULL,
+			      op->skb ? les_pep_accel : NULL, &arg);
 	}
 out:
 	xfrm_state_put(x);

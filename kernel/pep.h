@@ -137,14 +137,17 @@ void les_flow_cache_exit(void);
 int les_flow_table_init(struct les_flow_table *t, struct net *net);
 void les_flow_table_destroy(struct les_flow_table *t);
 /*
- * Tell the table of @pkt; then, with the table's lock still held, @then
- * (if not NULL) with the flow (NULL if untracked) and the index of its
- * sender in the flow's key.
+ * Tell the table of @pkt, if @only (NULL: any) says its flow is to hear of
+ * it; then, with the table's lock still held, @then (if not NULL) with the
+ * flow (NULL if untracked, or not told) and the index of its sender in the
+ * flow's key.
  */
 bool les_flow_peek(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 		   bool (*fn)(struct les_flow *f, unsigned int from,
 			      const struct les_pep_pkt *pkt));
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
+		   bool (*only)(struct les_flow *f, unsigned int from,
+				const struct les_pep_pkt *pkt),
 		   void (*then)(struct les_flow *f, unsigned int from, void *arg),
 		   void *arg);
 void les_flow_flush(struct les_flow_table *t);

@@ -22,6 +22,16 @@
  * would drop it if it fell out of the window, and its xfrm would then
  * refuse it as a replay for good.
  *
+ * The update can also be lost on the hop with nothing held here: the far
+ * PEP sent what the window it knows allowed (peer-buffer 0, or what it
+ * sent past the window was released), and waits for the receiver's next
+ * word as a sender waits at a zero window.  The sender's persist timer
+ * cannot help: the far PEP ACKed it early and gave it a window of its own.
+ * This PEP cannot tell which updates got across; so when data has stopped
+ * coming for twice the round trip to the sender while the receiver's
+ * window is open past it, the receiver is probed too, a few times, and its
+ * answer goes on to the far PEP (docs/accel.md 4).
+ *
  * The same PEP thins the receiver's ACKs on their way onto the hop (RFC
  * 3449; docs/accel.md 4): a return link slower than the data's needs fewer
  * ACKs, and an LES ACK is larger than an ESP one.  A pure ACK that only
@@ -154,14 +164,93 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		__skb_queue_tail(&todo->release, h->skb);
 		les_held_node_free(h);
 		d->over_moved = ktime_get();
+		d->update_since = d->over_moved;
 		d->probes = 0;
 	}
+}
+
+/* Data of @s off the hop, held here or not: the far PEP is sending. */
+void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
+		       unsigned int s, const struct les_pep_pkt *pkt,
+		       struct xfrm_state *view)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	u32 end = pkt->tcp.seq + pkt->payload;
+
+	if (!pkt->payload)
+		return;
+	if (!d->update_since || after(end, d->hop_end))
+		d->hop_end = end;
+	d->update_edge = les_rcv_edge(&af->flow->side[!s]);
+	d->update_probes = 0;
+	d->update_since = ktime_get();
+	if (!les_origin_renew(&pn->accel, &d->probe_origin))
+		d->probe_origin = les_origin_find(&pn->accel, view, true);
+}
+
+/*
+ * The receiver !@s sent a segment onto the hop: if it opens the window a
+ * segment or more past what it had, that is news the far PEP may wait
+ * for; probes for it start again.  (A probe's answer opens nothing new.)
+ */
+void les_rcv_update_seen(struct les_accel_flow *af, unsigned int s)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	u32 edge = les_rcv_edge(&af->flow->side[!s]);
+	u16 mss = af->flow->side[s].mss ?: 536;
+
+	if (d->update_since && !before(edge, d->update_edge + mss)) {
+		d->update_edge = edge;
+		d->update_probes = 0;
+		d->update_since = ktime_get();
+	}
+}
+
+static void les_rcv_probe_make_due(struct les_pep_net *pn,
+				   struct les_accel_flow *af,
+				   struct les_accel_dir *d, bool update)
+{
+	d->probe_due = true;
+	d->update_probe = update;
+	if (list_empty(&af->ack_node))
+		list_add_tail(&af->ack_node, &pn->accel.ack_due);
+}
+
+/*
+ * Nothing held, and the far PEP's data stopped with the receiver's window
+ * open past it: the receiver is probed after twice the round trip to the
+ * sender (at least LES_RCV_PROBE_MS), doubling, at most
+ * LES_RCV_UPDATE_PROBES times unless data or a new opening comes; never
+ * once the sender sent its FIN.  A sender with nothing more to send costs
+ * three probes, and their answers on the hop, each time its data stops.
+ */
+static void les_rcv_update_timer(struct les_pep_net *pn,
+				 struct les_accel_flow *af, unsigned int s,
+				 ktime_t now)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	const struct les_flow_side *snd = &af->flow->side[s];
+	s64 wait = LES_RCV_PROBE_MS * USEC_PER_MSEC;
+
+	if (!d->update_since || snd->fin ||
+	    d->update_probes >= LES_RCV_UPDATE_PROBES ||
+	    !after(les_rcv_edge(&af->flow->side[!s]), d->hop_end))
+		return;
+	wait = max_t(s64, wait,
+		     2LL * (snd->rtt_samples ? snd->srtt_us : USEC_PER_SEC));
+	wait <<= d->update_probes;
+	if (ktime_us_delta(now, d->update_since) < wait)
+		return;
+	d->update_since = now;
+	d->update_probes++;
+	les_rcv_probe_make_due(pn, af, d, true);
 }
 
 /*
  * The tick: held packets that have not moved for a probe interval (twice
  * the LAN round trip to the receiver, at least LES_RCV_PROBE_MS, doubled
- * for each probe unanswered) make a probe due.
+ * for each probe unanswered) make a probe due; with nothing held, a window
+ * update that may have been lost does.
  */
 void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			 unsigned int s, ktime_t now)
@@ -170,9 +259,12 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	const struct les_flow_side *rcv = &af->flow->side[!s];
 	s64 wait = LES_RCV_PROBE_MS * USEC_PER_MSEC;
 
-	if (list_empty(&d->over) || d->probe_due ||
-	    !les_origin_renew(&pn->accel, &d->probe_origin))
+	if (d->probe_due || !les_origin_renew(&pn->accel, &d->probe_origin))
 		return;
+	if (list_empty(&d->over)) {
+		les_rcv_update_timer(pn, af, s, now);
+		return;
+	}
 	if (rcv->rtt_samples)
 		wait = max_t(s64, wait, 2LL * rcv->srtt_us);
 	wait <<= min_t(u8, d->probes, LES_RCV_PROBE_BACKOFF_MAX);
@@ -181,9 +273,7 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->over_moved = now;
 	if (d->probes < U8_MAX)
 		d->probes++;
-	d->probe_due = true;
-	if (list_empty(&af->ack_node))
-		list_add_tail(&af->ack_node, &pn->accel.ack_due);
+	les_rcv_probe_make_due(pn, af, d, false);
 }
 
 /*
@@ -226,7 +316,9 @@ bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
 /*
  * A segment of the receiver after a probe: its answer, if it is a pure ACK
  * that says nothing the far side has not had (same ACK, same window).
- * That one stops here: it would reach the far PEP as a dup-ACK.
+ * That one stops here: it would reach the far PEP as a dup-ACK.  The
+ * answer to a probe for a lost update goes on: the far side may not have
+ * had what it says.
  */
 bool les_rcv_probe_answer(struct les_accel_dir *d, const struct les_pep_pkt *pkt)
 {
@@ -235,7 +327,7 @@ bool les_rcv_probe_answer(struct les_accel_dir *d, const struct les_pep_pkt *pkt
 	if (!d->probe_out)
 		return false;
 	d->probe_out = false;
-	return !pkt->payload && t->flags == LES_TCP_ACK && !t->sack_n &&
+	return !d->update_probe && !pkt->payload && t->flags == LES_TCP_ACK && !t->sack_n &&
 	       d->fwd_valid && t->ack == d->fwd_ack && t->win == d->fwd_win &&
 	       !d->thin_skb;
 }

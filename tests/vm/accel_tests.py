@@ -32,7 +32,8 @@ checked by hash: whatever happens to the engine, no byte is lost.
 * the receiver's window update lost: a reader that stopped reading (its
   window closed, the remote PEP holds what the hop brought) reads again
   while its ESP packets are dropped, then says nothing more; the remote
-  PEP's probe brings its window, and the rest arrives."""
+  PEP's probe brings its window, and the rest arrives; without a peer
+  buffer (nothing held past the window) too, the updates lost on the hop."""
 import hashlib
 import json
 import os
@@ -339,7 +340,7 @@ def keys_deleted(T, prof, sums, which="all"):
         states, refs = pep_states(), les_refcnt()
         gone = states if which == "all" else 1
         xs = xfrm_stat("client")
-        after_drain, late = {}, {}
+        after_drain, late, other = {}, {}, {}
         # Warm: the first nft or lesctl of a fresh VM reads its binary
         # over 9p, slowly enough to miss the transfer.
         tb.sh("nft list tables; ip xfrm state count", "hpep")
@@ -378,6 +379,13 @@ def keys_deleted(T, prof, sums, which="all"):
             after_drain.update(stats("hpep"))
             time.sleep(max(0, 1 - (time.monotonic() - t0)))
             tb.sh("nft delete table inet lesdrop", "hpep")
+            if which == "all":
+                # A connection that starts now on the tunnel's SAs: the
+                # keys that went read on for the draining flow only.
+                tb.sh(f"timeout 3 bash -c 'exec 3<>/dev/tcp/{tb.INNER['server']}/9'", "client",
+                      check=False)
+                other.update(held=held("hpep"),
+                             flows=tb.sh(f"{tb.LESCTL} -j flows show", "hpep").stdout)
             # What the flow looks like 5 s on, should it not arrive.
             threading.Timer(5, lambda: late.update(
                 {n: tb.sh(f"{tb.LESCTL} flows show", n, check=False).stdout[-1200:] for n in PEPS} |
@@ -405,6 +413,10 @@ def keys_deleted(T, prof, sums, which="all"):
          "no early ACK after, the 1 MB arrive intact",
          {"fetch": res, "held": held_then, "early ACKs after": early_after, "peps": d,
           "client xfrm": xs, "5 s after": late})
+    if which == "all":
+        T.ok(other.get("held", 0) > 0 and '"port":9,' not in other.get("flows", '"port":9,'),
+             "a connection started on the tunnel while its keys drain: not read (no flow "
+             "for it at the hub)", other)
     T.ok(drained and released,
          f"{what} deleted: nothing stays held, and the drained keys are let go (les.ko's "
          "references back to the others' alone)",
@@ -419,7 +431,10 @@ def keys_deleted(T, prof, sums, which="all"):
 SLOW_READER = r"""
 import hashlib, json, socket, subprocess, sys, time
 host, path, pause = sys.argv[1], sys.argv[2], float(sys.argv[3])
-nft = lambda c: subprocess.run(["nft"] + c.split(), check=True)
+# Where the client's ESP packets are dropped: here, or (a command that
+# enters it, a match) at the remote PEP on its way onto the hop.
+where, match = sys.argv[4].split(), sys.argv[5]
+nft = lambda c: subprocess.run(where + ["nft"] + c.split(), check=True)
 s = socket.create_connection((host, 80), timeout=60)
 s.sendall(("GET /%s HTTP/1.0\r\nHost: les\r\n\r\n" % path).encode())
 data = b""
@@ -428,7 +443,7 @@ while len(data) < 200000:
 time.sleep(pause)
 nft("add table inet lesdrop")
 nft("add chain inet lesdrop out { type filter hook postrouting priority 0 ; }")
-nft("add rule inet lesdrop out meta l4proto esp counter drop")
+nft("add rule inet lesdrop out " + match + " meta l4proto esp counter drop")
 s.settimeout(0.5)
 try:
     while True:
@@ -439,7 +454,7 @@ try:
 except socket.timeout:
     pass
 time.sleep(1)
-dropped = subprocess.run(["nft", "list", "table", "inet", "lesdrop"],
+dropped = subprocess.run(where + ["nft", "list", "table", "inet", "lesdrop"],
                          capture_output=True, text=True).stdout
 nft("delete table inet lesdrop")
 lifted = time.monotonic()
@@ -462,25 +477,51 @@ print(json.dumps({"status": status, "bytes": len(body), "dropped": dropped.split
 """
 
 
-def lost_window_update(T, prof, sums):
+def lost_window_update(T, prof, sums, peer_buffer=True):
+    """The reader stops (its window closes), then reads while its ESP
+    packets are dropped: its window updates are lost.  With a peer buffer
+    the remote PEP holds data past the window and probes for it; without
+    one (the hub sends only what the window allows) the remote PEP holds
+    nothing, and the updates are lost on the hop: it probes because the
+    data stopped at the window, and the answer goes on to the hub."""
     tb.Mode("les-pep", prof)
-    before = stats("rpep")
-    p = subprocess.run([sys.executable, "-c", SLOW_READER, tb.INNER["server"], "10M.bin", "3"],
-                       capture_output=True, text=True, timeout=120,
+    before, hub_before = stats("rpep"), stats("hpep")
+    if peer_buffer:
+        where, match, drop_ns = "", "", "client"
+    else:
+        tb.sh(f"{tb.LESCTL} pep set peer-buffer 0", "hpep")
+        where, match, drop_ns = f"nsenter --net=/run/netns/{tb.ns('rpep')}", 'oifname "r-h"', "rpep"
+    p = subprocess.run([sys.executable, "-c", SLOW_READER, tb.INNER["server"], "10M.bin", "3",
+                        where, match], capture_output=True, text=True, timeout=120,
                        preexec_fn=tb.netns_of("client"))
-    tb.sh("nft delete table inet lesdrop", "client", check=False)
+    tb.sh("nft delete table inet lesdrop", drop_ns, check=False)
     try:
         res = json.loads(p.stdout)
     except ValueError:
         res = {"status": "no result", "stdout": p.stdout[-300:], "stderr": p.stderr[-500:]}
+    if res.get("status") != "ok":
+        res["flows"] = {n: tb.sh(f"{tb.LESCTL} flows show", n, check=False).stdout[-1500:]
+                        for n in PEPS}
+        res["hub"] = delta(hub_before, stats("hpep"))
     d = delta(before, stats("rpep"))
-    print(f"# lost window update: data again {res.get('first_after_s')} s after the drop "
-          f"was lifted; {d.get('LesAccelWindowProbes', 0)} probes, "
-          f"{d.get('LesAccelDupHeld', 0)} resent copies of held packets dropped", flush=True)
-    T.ok(res.get("status") == "ok" and res.get("sha256") == sums["10M.bin"] and
-         d.get("LesAccelWindowHeld", 0) > 0 and d.get("LesAccelWindowProbes", 0) > 0,
-         "the receiver's window updates lost while the remote PEP holds data past its "
-         "window: probed in the sender's name, the 10 MB arrive intact", {"reader": res, "rpep": d})
+    print(f"# lost window update{'' if peer_buffer else ', no peer buffer'}: data again "
+          f"{res.get('first_after_s')} s after the drop was lifted; "
+          f"{d.get('LesAccelWindowProbes', 0)} probes, {d.get('LesAccelWindowHeld', 0)} packets "
+          f"held past the window, {d.get('LesAccelDupHeld', 0)} resent copies of held packets "
+          "dropped", flush=True)
+    intact = res.get("status") == "ok" and res.get("sha256") == sums["10M.bin"]
+    if peer_buffer:
+        T.ok(intact and d.get("LesAccelWindowHeld", 0) > 0 and
+             d.get("LesAccelWindowProbes", 0) > 0,
+             "the receiver's window updates lost while the remote PEP holds data past its "
+             "window: probed in the sender's name, the 10 MB arrive intact",
+             {"reader": res, "rpep": d})
+    else:
+        T.ok(intact and not d.get("LesAccelWindowHeld", 0) and
+             d.get("LesAccelWindowProbes", 0) > 0,
+             "the receiver's window updates lost on the hop, nothing held past its window "
+             "(peer-buffer 0): the remote PEP probes the receiver, its answer reaches the hub, "
+             "the 10 MB arrive intact", {"reader": res, "rpep": d})
 
 
 def hop_misbehaves(T, prof, sums):
@@ -629,7 +670,10 @@ def run(T, out, ko):
                          ("ack key deleted", lambda *a: keys_deleted(*a, which="acks")),
                          ("many flows", many_flows),
                          ("hop misbehaves", hop_misbehaves), ("upload", upload),
-                         ("lost window update", lost_window_update), ("nat-t", nat_t),
+                         ("lost window update", lost_window_update),
+                         ("lost window update, no peer buffer",
+                          lambda *a: lost_window_update(*a, peer_buffer=False)),
+                         ("nat-t", nat_t),
                          ("transport", transport), ("mutants", mutants_on_hop),
                          ("ipv6", ipv6)):
             if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
