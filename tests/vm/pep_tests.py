@@ -525,11 +525,13 @@ def run_parts(T, label, parts, t):
     that raises fails as its own set-up and the next one still runs."""
     for name, fn in parts:
         T.prefix = f"{label} {name}: "
+        t0 = time.monotonic()
         try:
             fn(T, t)
         except Exception as e:  # noqa: BLE001
             T.ok(False, "set-up", e)
         T.prefix = ""
+        print(f"# {label} {name}: {time.monotonic() - t0:.0f} s", flush=True)
 
 
 def run(T, out, ko):
@@ -538,6 +540,7 @@ def run(T, out, ko):
     for i, cfg in enumerate((Config("tunnel", 4, 4), Config("tunnel", 6, 6, encap=True),
                              Config("transport", 4, esn=True))):
         T.prefix = f"pep {cfg}: "
+        t0 = time.monotonic()
         holds = []
         try:
             ab, ba = tunnel_up(cfg, 0x7000 + 0x10 * i)
@@ -593,6 +596,7 @@ def run(T, out, ko):
             for h in holds:
                 h.stop()
             T.prefix = ""
+            print(f"# pep {cfg}: {time.monotonic() - t0:.0f} s", flush=True)
     pep_keys_flush()
     xfrm_flush()
     run_parts(T, "pep", (("keys", keys_lifecycle), ("flow table", flow_limits),
