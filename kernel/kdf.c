@@ -2,8 +2,9 @@
 /*
  * HKDF-SHA256 (RFC 5869) and the zone key derivation of docs/protocol.md
  * section 2.1.  Runs when an SA is added, never per packet.  PEP-origin
- * roots (section 6) are derived by lesctl and keying daemons: an endpoint
- * blob carries KP so they can, the kernel has no use for it.
+ * roots (section 6) are derived by lesctl and keying daemons from an
+ * endpoint blob's KP; the kernel derives them only to find the endpoint
+ * SA a pep-origin-in SA comes from (sa_bind.c).
  */
 #include <crypto/hash.h>
 #include <linux/err.h>

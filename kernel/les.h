@@ -39,6 +39,10 @@ struct les_sa {
 	struct les_replay replay;
 	/* pep-origin-out: in its namespace's list (origin.c). */
 	struct list_head origin_node;
+	/* endpoint: KP, which its PEP-origin SAs' keys come from (sa_bind.c) */
+	u8 kp[LES_KP_LEN];
+	/* pep-origin-in: that endpoint SA, compared, never followed */
+	const struct xfrm_state *parent;
 };
 
 /* Per-packet crypto state, carried in skb->cb across async completion. */
@@ -73,6 +77,14 @@ void les_sa_destroy(struct xfrm_state *x);
 struct les_sa *les_sa_get(const struct xfrm_state *x);
 int les_sa_table_init(void);
 void les_sa_table_exit(void);
+void les_sa_walk_enter(struct rhashtable_iter *iter) __acquires(RCU);
+void les_sa_walk_exit(struct rhashtable_iter *iter) __releases(RCU);
+
+/* sa_bind.c: PEP-origin SAs live no longer than their endpoint SA */
+struct xfrm_state *les_sa_bind(struct les_sa *sa, const struct les_blob *blob,
+			       int *errp);
+bool les_sa_bound(struct xfrm_state *parent);
+void les_sa_unbind(const struct xfrm_state *parent);
 
 /* kdf.c */
 int les_hkdf_sha256(const u8 *salt, unsigned int salt_len,

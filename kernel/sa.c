@@ -60,6 +60,21 @@ static void les_set_err(struct netlink_ext_ack *extack, const char *msg)
 		extack->_msg = msg;
 }
 
+/* Every SA, for a walk that may not sleep until les_sa_walk_exit(). */
+void les_sa_walk_enter(struct rhashtable_iter *iter)
+	__acquires(RCU)
+{
+	rhashtable_walk_enter(&les_sa_table, iter);
+	rhashtable_walk_start(iter);
+}
+
+void les_sa_walk_exit(struct rhashtable_iter *iter)
+	__releases(RCU)
+{
+	rhashtable_walk_stop(iter);
+	rhashtable_walk_exit(iter);
+}
+
 /* @x outlives the caller's use of the result (the skb holds it). */
 struct les_sa *les_sa_get(const struct xfrm_state *x)
 {
@@ -212,6 +227,7 @@ out:
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 {
 	unsigned int key_len = (x->aead->alg_key_len + 7) / 8;
+	struct xfrm_state *parent = NULL;
 	struct les_blob blob;
 	const u8 *hz_root;
 	struct les_sa *sa;
@@ -258,6 +274,17 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 			goto fail;
 		}
 	}
+	if (blob.role == LES_ROLE_ENDPOINT)
+		memcpy(sa->kp, blob.kp, LES_KP_LEN);
+	if (blob.role == LES_ROLE_PEP_ORIGIN_IN) {
+		parent = les_sa_bind(sa, &blob, &err);
+		if (!parent) {
+			les_set_err(extack, err != -ENOENT ?
+				    "LES: PEP-origin key derivation failed" :
+				    "LES: no endpoint SA here derives this PEP-origin key");
+			goto fail;
+		}
+	}
 	/* Fresh for every state, so nonces differ even under a reused key. */
 	sa->iv_mask = get_random_u64();
 	les_replay_init(&sa->replay, les_sa_replay_window(x));
@@ -266,6 +293,18 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	if (err) {
 		les_set_err(extack, "LES: no memory for the SA table");
 		goto fail;
+	}
+	if (parent) {
+		bool alive = les_sa_bound(parent);
+
+		parent = NULL;
+		if (!alive) {
+			rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
+			les_set_err(extack, "LES: no endpoint SA here derives this PEP-origin key");
+			les_sa_free_keys(sa);
+			kfree_rcu(sa, rcu);
+			return -ENOENT;
+		}
 	}
 
 	x->props.header_len = les_header_len(x, sa->role);
@@ -291,7 +330,10 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	return 0;
 
 fail:
+	if (parent)
+		xfrm_state_put(parent);
 	les_sa_free_keys(sa);
+	memzero_explicit(sa->kp, sizeof(sa->kp));
 	kfree(sa);
 	return err;
 }
@@ -313,5 +355,8 @@ void les_sa_destroy(struct xfrm_state *x)
 	 * a lookup for another SA may still be walking past this entry.
 	 */
 	les_sa_free_keys(sa);
+	memzero_explicit(sa->kp, sizeof(sa->kp));
+	if (sa->role == LES_ROLE_ENDPOINT)
+		les_sa_unbind(x);
 	kfree_rcu(sa, rcu);
 }
