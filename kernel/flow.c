@@ -216,6 +216,14 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 			o->probing = false;
 	}
 
+	if ((flags & (LES_TCP_ACK | LES_TCP_SYN)) == LES_TCP_ACK) {
+		u8 shift = s->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, s->wscale, 14);
+		u32 edge = seg->ack + ((u32)seg->win << shift);
+
+		if (!s->have_edge || after(edge, s->edge))
+			s->edge = edge;
+		s->have_edge = true;
+	}
 	if (flags & LES_TCP_ACK) {
 		s->ack = seg->ack;
 		s->sack_n = seg->sack_n;

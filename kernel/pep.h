@@ -52,6 +52,13 @@ struct les_flow_side {
 	u32 sack[2 * LES_SACK_MAX];
 	bool have_ts;
 	u32 tsval;			/* its newest TSval */
+	/*
+	 * The right edge of its window (ack + scaled window), the furthest
+	 * it offered: a segment that overtook an older one on its way here
+	 * must not move it back (a receiver never shrinks its window).
+	 */
+	bool have_edge;
+	u32 edge;
 	bool key_went;			/* its key went, none since (drain.c) */
 	u64 packets, bytes, retrans;
 	/*

@@ -45,12 +45,12 @@
 #include "les.h"
 #include "pep.h"
 
-/* The receiver's right edge, from its newest segment. */
+/* The receiver's right edge: the furthest it offered (flow.c). */
 static u32 les_rcv_edge(const struct les_flow_side *rcv)
 {
 	u8 shift = rcv->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, rcv->wscale, 14);
 
-	return rcv->ack + ((u32)rcv->win << shift);
+	return rcv->have_edge ? rcv->edge : rcv->ack + ((u32)rcv->win << shift);
 }
 
 /*
