@@ -550,52 +550,98 @@ def po_packet(cfg, po, seq, flags=0x10, data=b"", key_override=None, options=b""
     return P.wrap_esp(cfg.outer("a"), cfg.outer("b"), esp)
 
 
-def po_try(cfg, po, seq, expect, **kw):
-    """Inject one PEP-origin packet; expect delivery to b's TCP or a drop
-    counted by one of the counters `expect` names (separated by |)."""
+def po_checks(cfg, po, checks):
+    """Inject one PEP-origin packet per (description, expect, po_packet
+    options) at once, each told apart by its TCP window, and check each:
+    delivered to b's TCP, or dropped and counted by one of the counters
+    `expect` names (separated by |; the packets that expect the same
+    counters must move them by their number).  One receiver and one
+    sending for them all: each on its own cost seconds under emulation."""
+    checks = [(desc, expect, dict(kw, window=kw.get("window", 1000 + i)))
+              for i, (desc, expect, kw) in enumerate(checks)]
     before = counters("b")
     rx = Bg("b", "tcp-raw-recv", cfg.inner("b"), 7100, 60)
-    agent("m", "raw-send", cfg.outer("b"), po_packet(cfg, po, seq, **kw).hex())
+    agent("m", "raw-send", cfg.outer("b"), ",".join(
+        po_packet(cfg, po, 10 + i, **kw).hex() for i, (_, _, kw) in enumerate(checks)))
     time.sleep(0.5)
-    seen = rx.stop()["segments"]
+    seen = [seg["window"] for seg in rx.stop()["segments"]]
     d = delta(before, counters("b"))
-    if expect == "delivered":
-        return (len(seen) == 1 and d.get("LesInHeaderOnly") == 1, {"seen": seen, "delta": d})
-    return (not seen and any(d.get(e, 0) >= 1 for e in expect.split("|")),
-            {"seen": seen, "delta": d})
+    want = {}
+    for _, expect, _ in checks:
+        want[expect] = want.get(expect, 0) + 1
+    for desc, expect, kw in checks:
+        got = (d.get("LesInHeaderOnly", 0) if expect == "delivered" else
+               sum(d.get(e, 0) for e in expect.split("|")))
+        arrived = seen.count(kw["window"])
+        T.ok(arrived == (expect == "delivered") and got == want[expect], desc,
+             {"arrived": arrived, "delta": d, "expected": {expect: want[expect]}})
+
+
+def po_bound(cfg):
+    """docs/protocol.md 6: a PEP-origin SA lives no longer than the endpoint
+    SA whose KP its keys come from.  At b, beside the tunnel's own a -> b
+    SA: one more a -> b endpoint SA with time limits, and a PEP's SA from
+    it (bound to it, not to the tunnel's: only its KP derives the key)."""
+    ends = f"src {cfg.outer('a')} dst {cfg.outer('b')} proto esp spi"
+    parent = Sa(cfg, "a", "b", 0x2200)
+    sh(parent.add_cmd("limit time-soft 500 time-hard 600"), ns="b")
+    child = Sa(cfg, "a", "b", 0x2201, role="pep-origin-in", parent=parent, pep_id=7)
+    p = sh(child.add_cmd(), ns="b", check=False)
+    shown = sh(f"ip -s xfrm state get {ends} {child.spi:#x}", ns="b", check=False).stdout
+    m = re.search(r"expire add: soft (\d+)\(sec\), hard (\d+)\(sec\)", shown)
+    T.ok(p.returncode == 0 and m and 490 <= int(m.group(1)) <= 500 and
+         590 <= int(m.group(2)) <= 600,
+         "a PEP-origin SA's time limits are cut to what is left of its endpoint SA's "
+         "(soft 500 s, hard 600 s)", {"add": p.stderr, "state": shown[-600:]})
+    sh(f"ip xfrm state delete {ends} {parent.spi:#x}", ns="b")
+    gone = wait_for(lambda: not sh(f"ip xfrm state get {ends} {child.spi:#x}", ns="b",
+                                   check=False).stdout.strip(), 10)
+    T.ok(gone, "deleting the endpoint SA deletes the PEP-origin SA made from it",
+         sh("ip xfrm state", ns="b").stdout[-600:])
+    orphan = Sa(cfg, "a", "b", 0x2202, role="pep-origin-in", parent=Sa(cfg, "a", "b", 0x2203),
+                pep_id=7)
+    p = sh(orphan.add_cmd(), ns="b", check=False)
+    T.ok(p.returncode != 0 and "no endpoint SA here derives" in p.stderr and
+         not sh(f"ip xfrm state get {ends} {orphan.spi:#x}", ns="b", check=False).stdout.strip(),
+         "a PEP-origin SA whose endpoint SA is not here is refused with an extack message",
+         p.stderr)
 
 
 def test_pep_origin():
     only = os.environ.get("LES_CONFIGS", "")
-    for cfg in (Config("tunnel", 4, 4), Config("transport", 6), Config("tunnel", 6, 4, esn=True)):
+    for i, cfg in enumerate((Config("tunnel", 4, 4), Config("transport", 6),
+                             Config("tunnel", 6, 4, esn=True))):
         if only and not re.search(only, str(cfg)):
             T.skip(f"pep-origin {cfg}: every check", f"not in LES_CONFIGS {only}")
             continue
         T.prefix = f"pep-origin {cfg}: "
         try:
             ab, po = po_setup(cfg)
-            seq = iter(range(10, 1000))
-            T.run("a pure ACK is delivered", po_try, cfg, po, next(seq), "delivered")
-            T.run("a window update is delivered", po_try, cfg, po, next(seq), "delivered", window=60000)
             sack = bytes((1, 1, 5, 10)) + (100).to_bytes(4, "big") + (200).to_bytes(4, "big")
-            T.run("an ACK with SACK blocks is delivered", po_try, cfg, po, next(seq), "delivered", options=sack)
-            for name, fl in (("SYN", 0x12), ("FIN", 0x11), ("RST", 0x14), ("PSH", 0x18), ("no ACK", 0x00)):
-                T.run(f"a {name} is dropped and counted", po_try, cfg, po, next(seq), "LesInPolicy", flags=fl)
-            T.run("data is dropped and counted", po_try, cfg, po, next(seq), "LesInPolicy", data=b"x" * 20)
             # Under a wrong key L decodes to noise: auth failed, or malformed
             # when it points past the packet (docs/protocol.md 3.1).
             wrong = "LesInAuthFailed|LesInMalformed"
-            T.run("a header zone under K2 itself fails authentication", po_try, cfg, po, next(seq),
-                  wrong, key_override=ab.k2)
             # Review item 2: what a K2 holder could derive in v1 (HKDF(K2,
             # SPI || pep_id)), and another PEP's own key, seal nothing b takes.
             v1_key = B.hkdf_sha256(b"LES v1 pep-origin", ab.k2root,
                                    po.spi.to_bytes(4, "big") + (7).to_bytes(4, "big"), 36)
-            T.run("a key derived from K2 (v1's PEP-origin key) fails authentication", po_try, cfg,
-                  po, next(seq), wrong, key_override=v1_key)
             other = Sa(cfg, "a", "b", po.spi, role="pep-origin-out", parent=ab, pep_id=8)
-            T.run("PEP 8's key cannot seal for PEP 7's SA", po_try, cfg, po, next(seq),
-                  wrong, key_override=other.k2)
+            po_checks(cfg, po, [
+                ("a pure ACK is delivered", "delivered", {}),
+                ("a window update is delivered", "delivered", {"window": 60000}),
+                ("an ACK with SACK blocks is delivered", "delivered", {"options": sack}),
+                *((f"a {name} is dropped and counted", "LesInPolicy", {"flags": fl})
+                  for name, fl in (("SYN", 0x12), ("FIN", 0x11), ("RST", 0x14), ("PSH", 0x18),
+                                   ("no ACK", 0x00))),
+                ("data is dropped and counted", "LesInPolicy", {"data": b"x" * 20}),
+                ("a header zone under K2 itself fails authentication", wrong,
+                 {"key_override": ab.k2}),
+                ("a key derived from K2 (v1's PEP-origin key) fails authentication", wrong,
+                 {"key_override": v1_key}),
+                ("PEP 8's key cannot seal for PEP 7's SA", wrong, {"key_override": other.k2}),
+            ])
+            if i == 0:
+                po_bound(cfg)
         except Exception as e:  # noqa: BLE001
             T.ok(False, "set-up", e)
         finally:
