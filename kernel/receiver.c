@@ -303,7 +303,13 @@ bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
 	desc->sport = ntohs(f->key.end[s].port);
 	desc->dport = ntohs(f->key.end[!s].port);
 	desc->seq = rcv->ack - 1;
+	/*
+	 * The receiver's own data, if this PEP ACKs it early, was ACKed up
+	 * to the ACK point in @s's name: an older ACK would be stale to it.
+	 */
 	desc->ack = snd->ack;
+	if (af->dir[!s].early && after(af->dir[!s].ack_point, desc->ack))
+		desc->ack = af->dir[!s].ack_point;
 	desc->win = snd->win;
 	desc->flags = LES_TCP_ACK;
 	desc->has_ts = snd->have_ts && rcv->have_ts;

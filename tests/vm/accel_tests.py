@@ -500,9 +500,15 @@ def lost_window_update(T, prof, sums, peer_buffer=True):
     except ValueError:
         res = {"status": "no result", "stdout": p.stdout[-300:], "stderr": p.stderr[-500:]}
     if res.get("status") != "ok":
-        res["flows"] = {n: tb.sh(f"{tb.LESCTL} flows show", n, check=False).stdout[-1500:]
-                        for n in PEPS}
+        # The reader's flow (earlier tests' closed ones stay in the tables).
+        res["flows"] = {n: "\n".join(b for b in re.split(r"\n(?=tcp )", tb.sh(
+            f"{tb.LESCTL} flows show", n, check=False).stdout) if " closed " not in b)[-2500:]
+            for n in PEPS}
         res["hub"] = delta(hub_before, stats("hpep"))
+        res["tcp"] = {n: tb.sh("ss -tni state established; nstat -az TcpExtTCPBacklogDrop "
+                               "TcpExtTCPZeroWindowDrop TcpExtTCPRcvQDrop TcpExtTCPOFODrop "
+                               "TcpExtPAWSEstab XfrmInStateSeqError", n, check=False).stdout[-1500:]
+                      for n in ("client", "server")}
     d = delta(before, stats("rpep"))
     print(f"# lost window update{'' if peer_buffer else ', no peer buffer'}: data again "
           f"{res.get('first_after_s')} s after the drop was lifted; "
