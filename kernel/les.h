@@ -78,6 +78,7 @@ struct les_sa *les_sa_get(const struct xfrm_state *x);
 int les_sa_table_init(void);
 void les_sa_table_exit(void);
 void les_sa_walk_enter(struct rhashtable_iter *iter) __acquires(RCU);
+struct les_sa *les_sa_walk_next(struct rhashtable_iter *iter);
 void les_sa_walk_exit(struct rhashtable_iter *iter) __releases(RCU);
 
 /* sa_bind.c: PEP-origin SAs live no longer than their endpoint SA */

@@ -68,6 +68,17 @@ void les_sa_walk_enter(struct rhashtable_iter *iter)
 	rhashtable_walk_start(iter);
 }
 
+/* The next SA of the walk, or NULL at its end (a resize restarts it). */
+struct les_sa *les_sa_walk_next(struct rhashtable_iter *iter)
+{
+	struct les_sa *sa;
+
+	do {
+		sa = rhashtable_walk_next(iter);
+	} while (IS_ERR(sa) && PTR_ERR(sa) == -EAGAIN);
+	return IS_ERR(sa) ? NULL : sa;
+}
+
 void les_sa_walk_exit(struct rhashtable_iter *iter)
 	__releases(RCU)
 {

@@ -102,12 +102,7 @@ static unsigned int les_bind_candidates(struct xfrm_state *x,
 	struct les_sa *p;
 
 	les_sa_walk_enter(&iter);
-	while ((p = rhashtable_walk_next(&iter))) {
-		if (IS_ERR(p)) {
-			if (PTR_ERR(p) == -EAGAIN)
-				continue;
-			break;
-		}
+	while ((p = les_sa_walk_next(&iter))) {
 		if (!les_bind_may_parent(p, x, blob))
 			continue;
 		if (!cand) {
@@ -194,12 +189,7 @@ void les_sa_unbind(const struct xfrm_state *parent)
 	do {
 		n = 0;
 		les_sa_walk_enter(&iter);
-		while ((p = rhashtable_walk_next(&iter))) {
-			if (IS_ERR(p)) {
-				if (PTR_ERR(p) == -EAGAIN)
-					continue;
-				break;
-			}
+		while ((p = les_sa_walk_next(&iter))) {
 			if (n < LES_BIND_BATCH && p->parent == parent &&
 			    READ_ONCE(p->x->km.state) == XFRM_STATE_VALID &&
 			    refcount_inc_not_zero(&p->x->refcnt))
