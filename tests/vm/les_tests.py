@@ -584,7 +584,7 @@ def po_bound(cfg):
     it (bound to it, not to the tunnel's: only its KP derives the key)."""
     ends = f"src {cfg.outer('a')} dst {cfg.outer('b')} proto esp spi"
     parent = Sa(cfg, "a", "b", 0x2200)
-    sh(parent.add_cmd("limit time-soft 500 time-hard 600"), ns="b")
+    sh(parent.add_cmd("limit time-soft 500 limit time-hard 600"), ns="b")
     child = Sa(cfg, "a", "b", 0x2201, role="pep-origin-in", parent=parent, pep_id=7)
     p = sh(child.add_cmd(), ns="b", check=False)
     shown = sh(f"ip -s xfrm state get {ends} {child.spi:#x}", ns="b", check=False).stdout
