@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """The satellite testbed: how long real transfers take over a geostationary
 link with clear TCP, IPsec ESP, LES, LES with both PEPs observing, and LES
-through both PEPs accelerating (docs/accel.md).
+through both PEPs accelerating (docs/accel.md); and clear TCP through a
+split-TCP PEP, PEPsal, on both PEPs, when given one (--pepsal).
 
     client --- rpep ==== satellite hop ==== hpep --- server
     (curl)    remote PEP   netem each way   hub PEP   (nginx)
@@ -17,6 +18,7 @@ says why each setting is what it is.
     testbed.py run --ko les.ko --out DIR [--set demo|full|check]
                    [--profiles P,..] [--modes M,..] [--workloads W,..]
                    [--reps N] [--max-time S] [--profile NAME:rtt=MS,down=KBIT,up=KBIT,loss=PCT]
+                   [--pepsal PATH]
         as root inside the VM (tools/demo.sh boots it): one JSON line per
         fetch to DIR/results.jsonl, progress on stdout.
     testbed.py report DIR/results.jsonl [--png FILE]
@@ -42,6 +44,10 @@ LESCTL = os.path.join(HERE, "lesctl", "lesctl")
 WORK = "/tmp/testbed"
 PEP_MARK = 0x4c455350          # lesctl pep set mark; docs/pep.md
 AEAD = "'rfc4106(gcm(aes))'"
+# A PEPsal binary (docs/testbed.md): mode pepsal runs, and is in the
+# default modes, only with one.
+PEPSAL = os.environ.get("LES_PEPSAL", "")
+PEPSAL_PORT = 5000
 
 NS = ("client", "rpep", "hpep", "server")
 # (namespace, device, address, peer namespace, peer device): one per veth end.
@@ -159,6 +165,7 @@ def bound(prof, w):
 
 def topology_down():
     sh(f"[ -f {WORK}/nginx.pid ] && kill $(cat {WORK}/nginx.pid)", check=False)
+    pepsal_down()
     # SAs first: a namespace outlives its name while an orphaned socket in
     # it still retransmits, and its SAs would hold les.ko that long.
     flush_sas()
@@ -256,7 +263,8 @@ class Mode:
         # emulation every exec counts (a debug kernel's takes a second).
         ipb = {n: [] for n in NS}      # namespace -> `ip -batch` lines
         accel = {}                     # PEP -> its `pep set` once keyed
-        if name != "clear":
+        pepsal_down()
+        if name not in ("clear", "pepsal"):
             self._keys(name, encap, transport, ipb, accel)
         # The host's opener queue bounds the namespaces' (see below).
         lesctl(f"pep set backlog {16384 if accel else 1024}")
@@ -269,6 +277,8 @@ class Mode:
             if n in accel:
                 script.append(f"{LESCTL} {accel[n]}")
             sh("\n".join(script), n)
+        if name == "pepsal":
+            pepsal_up()
 
     def _keys(self, name, encap, transport, ipb, accel):
         """The SAs and PEP keys of the mode, as commands per namespace."""
@@ -329,6 +339,11 @@ class Mode:
                 f = line.split()
                 if len(f) >= 2 and f[1].isdigit():
                     res[f"{n}_{f[0]}"] = int(f[1])
+        if self.name == "pepsal":
+            for n in ("rpep", "hpep"):
+                out = sh(f"nft list chain ip pepsal pre", n).stdout
+                m = re.search(r"tproxy.*counter packets (\d+)|counter packets (\d+).*tproxy", out)
+                res[f"{n}_tproxied"] = int(next(g for g in m.groups() if g)) if m else 0
         for n in ("client", "rpep", "hpep"):
             for line in sh(f"{LESCTL} stats", n).stdout.splitlines():
                 f = line.split()
@@ -344,6 +359,9 @@ class Mode:
         les_in = d.get("client_LesInPackets", 0)
         if self.name == "clear":
             return None if les_in == 0 else f"clear, but les.ko opened {les_in} packets"
+        if self.name == "pepsal":
+            taken = d.get("rpep_tproxied", 0), d.get("hpep_tproxied", 0)
+            return None if min(taken) > 0 else f"PEPsal took {taken} packets (rpep, hpep)"
         if d.get("sa_bytes", 0) < nbytes:
             return f"the inbound SA carried {d.get('sa_bytes', 0)} bytes of {nbytes}"
         if self.name == "esp":
@@ -360,6 +378,55 @@ class Mode:
         if self.name != "les-pep" and early:
             return f"observing, but the hub PEP sent {early} early ACKs"
         return None
+
+
+# ---- PEPsal: a split-TCP PEP on both PEPs, for comparison ---------------------------
+
+_pepsal = []
+
+
+def pepsal_up():
+    """PEPsal on both PEPs, as its own iptables example sets it up (TPROXY
+    to its port, marked packets routed to the host), untuned: the remote
+    PEP takes the client's connections, the hub the remote PEP's, so that a
+    download crosses three TCP connections, the middle one over the hop.
+    `socket transparent` takes the packets of the proxies' own connections
+    (sent from the addresses they stand in for) back to them."""
+    if not PEPSAL:
+        raise RuntimeError("mode pepsal needs a PEPsal binary: --pepsal PATH or LES_PEPSAL")
+    if FAMILY != 4:
+        raise RuntimeError("PEPsal takes IPv4 only")
+    for n, lan in (("rpep", "r-c"), ("hpep", "h-r")):
+        sh("ip rule add fwmark 1 lookup 100 && "
+           "ip route replace local 0.0.0.0/0 dev lo table 100 && nft -f - <<'EOF'\n"
+           "table ip pepsal {\n"
+           "  chain pre { type filter hook prerouting priority mangle;\n"
+           "    meta l4proto tcp socket transparent 1 meta mark set 1 accept\n"
+           f"    iifname \"{lan}\" meta l4proto tcp counter tproxy to :{PEPSAL_PORT} "
+           "meta mark set 1 accept\n"
+           "  }\n"
+           "}\n"
+           "EOF", n)
+        _pepsal.append(subprocess.Popen(
+            [PEPSAL, "-p", str(PEPSAL_PORT), "-l", f"{WORK}/pepsal-{n}.log"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, preexec_fn=netns_of(n)))
+    for n in ("rpep", "hpep"):
+        for _ in range(100):
+            if f":{PEPSAL_PORT}" in sh(f"ss -ltnH sport = :{PEPSAL_PORT}", n).stdout:
+                break
+            time.sleep(0.1)
+        else:
+            raise RuntimeError(f"PEPsal does not listen in {n}")
+
+
+def pepsal_down():
+    for p in _pepsal:
+        p.kill()
+        p.wait()
+    if _pepsal:
+        for n in ("rpep", "hpep"):
+            sh("nft delete table ip pepsal; ip rule del fwmark 1 lookup 100", n, check=False)
+    _pepsal.clear()
 
 
 def prof_rate(prof, direction):
@@ -524,7 +591,10 @@ def cmd_run(a):
         n, p = parse_profile(text)
         profiles[n] = p
     workloads = {n: conf["workloads"][n] for n in (a.workloads or ",".join(s["workloads"])).split(",")}
-    modes = (a.modes or ",".join(s.get("modes", conf["modes"]["order"]))).split(",")
+    global PEPSAL
+    PEPSAL = a.pepsal or PEPSAL
+    modes = (a.modes or ",".join(s.get("modes", [
+        m for m in conf["modes"]["order"] if m != "pepsal" or PEPSAL]))).split(",")
     reps = a.reps or s["reps"]
     max_time = a.max_time or s["max_time_s"]
     os.makedirs(a.out, exist_ok=True)
@@ -683,6 +753,7 @@ def main():
     r.add_argument("--workloads", default="")
     r.add_argument("--reps", type=int, default=0)
     r.add_argument("--max-time", type=int, default=0)
+    r.add_argument("--pepsal", default="", metavar="PATH", help="a PEPsal binary: mode pepsal")
     p = sub.add_parser("report", help="tables and chart from results.jsonl")
     p.add_argument("results")
     p.add_argument("--png", default="")
