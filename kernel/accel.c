@@ -118,7 +118,6 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	struct les_accel_flow *af;
 	struct les_accel_dir *d;
 	struct xfrm_state *origin;
-	u8 shift;
 
 	if (!pkt->payload || !f->handshake || f->state != LES_FLOW_ESTABLISHED ||
 	    !(rcv->flags_seen & LES_TCP_ACK) || before(pkt->tcp.seq, rcv->ack) ||
@@ -137,7 +136,6 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	if (d->origin)
 		xfrm_state_put(d->origin);
 	d->origin = origin;
-	shift = rcv->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, rcv->wscale, 14);
 	d->early = true;
 	d->late = rcv->ack != pkt->tcp.seq;
 	d->start = pkt->tcp.seq;
@@ -145,7 +143,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->ack_point = pkt->tcp.seq;
 	d->adv_edge = pkt->tcp.seq;
 	d->rcv_ack = rcv->ack;
-	d->rcv_edge = rcv->ack + ((u32)rcv->win << shift);
+	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);
 	if (d->late)

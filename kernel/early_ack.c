@@ -24,11 +24,6 @@
 #include "les.h"
 #include "pep.h"
 
-static u8 les_early_shift(const struct les_flow_side *side)
-{
-	return side->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, side->wscale, 14);
-}
-
 /* The PEP -> receiver -> PEP round trip, or a safe guess before a sample. */
 static u32 les_early_rtt_us(const struct les_flow *f, unsigned int r)
 {
@@ -237,7 +232,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->rto_unanswered = false;
 	/* News for the sender: data that went unheld has arrived. */
 	beyond = after(ack, d->ack_point);
-	edge = ack + ((u32)t->win << les_early_shift(&f->side[!s]));
+	edge = ack + ((u32)t->win << les_side_wshift(&f->side[!s]));
 	if (!d->rcv_known || after(ack, d->rcv_ack)) {
 		d->rcv_ack = ack;
 		d->rcv_known = true;
@@ -375,7 +370,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_accel_net *an = &pn->accel;
 	unsigned int alen = f->key.family == AF_INET ? 4 : 16;
 	u32 space, win;
-	u8 shift = les_early_shift(rcv);
+	u8 shift = les_side_wshift(rcv);
 
 	if (!d->ack_due)
 		return false;

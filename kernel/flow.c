@@ -217,8 +217,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 	}
 
 	if ((flags & (LES_TCP_ACK | LES_TCP_SYN)) == LES_TCP_ACK) {
-		u8 shift = s->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, s->wscale, 14);
-		u32 edge = seg->ack + ((u32)seg->win << shift);
+		u32 edge = seg->ack + ((u32)seg->win << les_side_wshift(s));
 
 		if (!s->have_edge || after(edge, s->edge))
 			s->edge = edge;

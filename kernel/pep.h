@@ -72,6 +72,19 @@ struct les_flow_side {
 	u32 srtt_us, rtt_min_us, rtt_samples;
 };
 
+/* The shift of a side's window field (RFC 7323 2.3: at most 14). */
+static inline u8 les_side_wshift(const struct les_flow_side *side)
+{
+	return side->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, side->wscale, 14);
+}
+
+/* The right edge of a side's window: the furthest it offered (flow.c). */
+static inline u32 les_side_edge(const struct les_flow_side *side)
+{
+	return side->have_edge ? side->edge :
+	       side->ack + ((u32)side->win << les_side_wshift(side));
+}
+
 struct les_flow {
 	struct rhash_head node;		/* in the table, keyed by @key */
 	struct list_head lru;		/* least recently seen first */

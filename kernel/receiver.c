@@ -45,14 +45,6 @@
 #include "les.h"
 #include "pep.h"
 
-/* The receiver's right edge: the furthest it offered (flow.c). */
-static u32 les_rcv_edge(const struct les_flow_side *rcv)
-{
-	u8 shift = rcv->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, rcv->wscale, 14);
-
-	return rcv->have_edge ? rcv->edge : rcv->ack + ((u32)rcv->win << shift);
-}
-
 /*
  * The far PEP sends data past the receiver's window (up to its
  * peer-buffer) for this PEP to hold.  Forwarded instead, such a packet is
@@ -89,7 +81,7 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * data the window reached meanwhile.
 	 */
 	if (!pkt->payload || !(rcv->flags_seen & LES_TCP_ACK) ||
-	    !after(end, les_rcv_edge(rcv)))
+	    !after(end, les_side_edge(rcv)))
 		return false;
 	/* No room: it goes on, and the receiver drops what it cannot take. */
 	if (d->over_bytes + pkt->payload > READ_ONCE(an->cfg.flow_buffer) ||
@@ -152,7 +144,7 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_dir *d = &af->dir[s];
-	u32 edge = les_rcv_edge(&af->flow->side[!s]);
+	u32 edge = les_side_edge(&af->flow->side[!s]);
 	struct les_held *h, *tmp;
 
 	list_for_each_entry_safe(h, tmp, &d->over, node) {
@@ -181,7 +173,7 @@ void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
 		return;
 	if (!d->update_since || after(end, d->hop_end))
 		d->hop_end = end;
-	d->update_edge = les_rcv_edge(&af->flow->side[!s]);
+	d->update_edge = les_side_edge(&af->flow->side[!s]);
 	d->update_probes = 0;
 	d->update_since = ktime_get();
 	if (!les_origin_renew(&pn->accel, &d->probe_origin))
@@ -196,7 +188,7 @@ void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
 void les_rcv_update_seen(struct les_accel_flow *af, unsigned int s)
 {
 	struct les_accel_dir *d = &af->dir[s];
-	u32 edge = les_rcv_edge(&af->flow->side[!s]);
+	u32 edge = les_side_edge(&af->flow->side[!s]);
 	u16 mss = af->flow->side[s].mss ?: 536;
 
 	if (d->update_since && !before(edge, d->update_edge + mss)) {
@@ -234,7 +226,7 @@ static void les_rcv_update_timer(struct les_pep_net *pn,
 
 	if (!d->update_since || snd->fin ||
 	    d->update_probes >= LES_RCV_UPDATE_PROBES ||
-	    !after(les_rcv_edge(&af->flow->side[!s]), d->hop_end))
+	    !after(les_side_edge(&af->flow->side[!s]), d->hop_end))
 		return;
 	wait = max_t(s64, wait,
 		     2LL * (snd->rtt_samples ? snd->srtt_us : USEC_PER_SEC));
