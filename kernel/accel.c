@@ -124,7 +124,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	    f->side[s].next != pkt->tcp.seq + pkt->payload ||
 	    (f->accel && f->accel->dir[s].early))
 		return;
-	origin = les_origin_find(&pn->accel, view, false);
+	origin = les_origin_find(&pn->accel, view, false, f, !s);
 	if (!origin)
 		return;
 	af = les_accel_flow_get(pn, f);
@@ -163,12 +163,17 @@ void les_accel_early_stop(struct les_accel_dir *d)
 	}
 }
 
-/* The PEP-origin SA of @d still works, or another one replaces it. */
-static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_accel_dir *d,
-				struct xfrm_state *view)
+/*
+ * The PEP-origin SA of @f's data from @s still works, or another one
+ * replaces it.
+ */
+static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_flow *f,
+				unsigned int s, struct xfrm_state *view)
 {
+	struct les_accel_dir *d = &f->accel->dir[s];
+
 	if (!les_origin_renew(&pn->accel, &d->origin))
-		d->origin = les_origin_find(&pn->accel, view, false);
+		d->origin = les_origin_find(&pn->accel, view, false, f, !s);
 	return d->origin;
 }
 
@@ -219,7 +224,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	if (les_view_gone(af->dir[!from].view))
 		on = false;
 	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
-	if (d->early && (!on || !les_accel_origin_ok(pn, d, view)))
+	if (d->early && (!on || !les_accel_origin_ok(pn, f, from, view)))
 		les_accel_early_stop(d);
 	/*
 	 * This packet's key went: it reads the ACKs of the other side's
@@ -411,7 +416,7 @@ static void les_accel_tick(struct work_struct *work)
 	}
 	/* The pacer has room again: what waits for it goes in. */
 	les_hop_drain(pn, &todo);
-	more = !list_empty(&an->flows) || !list_empty(&an->hop_queue);
+	more = !list_empty(&an->flows) || !list_empty(&an->hop_busy);
 	spin_unlock_bh(&pn->flows.lock);
 	les_accel_todo_run(pn, &todo);
 	les_accel_send_acks(pn, true);
@@ -432,7 +437,7 @@ void les_accel_net_init(struct les_pep_net *pn)
 	an->cfg.buffer = LES_ACCEL_BUFFER_DEFAULT;
 	an->cfg.peer_buffer = 0;
 	INIT_LIST_HEAD(&an->flows);
-	INIT_LIST_HEAD(&an->hop_queue);
+	les_hop_init(an);
 	INIT_LIST_HEAD(&an->ack_due);
 	atomic_set(&an->active, 0);
 	an->held_bytes = 0;

@@ -41,6 +41,7 @@ struct les_sa;
 /* How long a key that went keeps reading for the data it held (drain.c). */
 #define LES_DRAIN_MAX_MS		30000
 #define LES_VIEW_HASH_BITS		6
+#define LES_HOP_LANE_BITS		6
 /*
  * The far PEP may send a flow's data past its receiver's window, for this
  * PEP to hold, until the flow has been this long without data off the hop
@@ -76,9 +77,9 @@ struct les_accel_cfg {
 struct les_held {
 	struct list_head node;	/* on its direction's held or over list */
 	/*
-	 * On the namespace's hop queue until first sent (pace.c), with
-	 * @dir; a packet that only passes through waits there too, as a
-	 * node of its own with no @dir.
+	 * On its SA's hop lane until first sent (pace.c), with @dir; a
+	 * packet that only passes through waits there too, as a node of
+	 * its own with no @dir.
 	 */
 	struct list_head wait;
 	struct les_accel_dir *dir;
@@ -169,6 +170,18 @@ struct les_accel_todo {
 	unsigned int pace_bytes;
 };
 
+/*
+ * What waits to go onto the hop for one SA, in arrival order (pace.c): the
+ * SA's sequence numbers must reach its receiver in about that order, other
+ * SAs' need not wait behind them.
+ */
+struct les_hop_lane {
+	struct hlist_node hnode;	/* in les_accel_net.lanes, by SPI */
+	struct list_head busy;		/* on les_accel_net.hop_busy */
+	struct list_head queue;		/* of les_held.wait */
+	__be32 spi;
+};
+
 struct les_pacer {
 	spinlock_t lock;	/* everything below but the timer */
 	struct sk_buff_head q;
@@ -197,8 +210,14 @@ struct les_accel_net {
 	atomic_t active;
 	struct delayed_work tick;	/* timers, orphans */
 	struct list_head flows;		/* accelerated flows: flow table lock */
-	/* What goes onto the hop, in arrival order (pace.c): flow table lock. */
-	struct list_head hop_queue;
+	/*
+	 * What goes onto the hop, a lane per SA (pace.c), and the lanes with
+	 * packets waiting, taken in turn: flow table lock.  @spare_lane takes
+	 * the packets of an SA whose own lane could not be allocated.
+	 */
+	struct hlist_head lanes[1 << LES_HOP_LANE_BITS];
+	struct list_head hop_busy;
+	struct les_hop_lane spare_lane;
 	struct list_head ack_due;	/* flows with an early ACK to send */
 	/*
 	 * The opener reads a batch (flow table lock): early ACKs wait for
@@ -291,6 +310,7 @@ void les_pacer_set_rate(struct les_pacer *p, u32 kbit);
 void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list);
 void les_pacer_stop(struct les_pacer *p);
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo);
+void les_hop_init(struct les_accel_net *an);
 void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 			struct les_accel_dir *d);
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
@@ -300,7 +320,8 @@ void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
 
 /* origin.c */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,
-				   const struct xfrm_state *view, bool along);
+				   const struct xfrm_state *view, bool along,
+				   const struct les_flow *f, unsigned int src);
 /* A key deleted or expired, still held here. */
 static inline bool les_key_gone(const struct xfrm_state *x)
 {

@@ -45,15 +45,43 @@ void les_origin_sa_del(struct les_sa *sa)
 }
 
 /*
+ * Would the endpoint take a segment from @f's end @src to the other end on
+ * @x?  xfrm checks an inbound SA's selector against the inner packet
+ * (XfrmInStateMismatch): with several tunnels between the same gateways
+ * (CHILD_SAs of other traffic selectors), only the flow's own will do.
+ */
+static bool les_origin_carries(const struct xfrm_state *x,
+			       const struct les_flow *f, unsigned int src)
+{
+	const struct xfrm_selector *sel = &x->sel;
+	const struct les_flow_end *from = &f->key.end[src], *to = &f->key.end[!src];
+
+	if ((sel->family != AF_UNSPEC && sel->family != f->key.family) ||
+	    (sel->proto && sel->proto != IPPROTO_TCP) ||
+	    ((from->port ^ sel->sport) & sel->sport_mask) ||
+	    ((to->port ^ sel->dport) & sel->dport_mask))
+		return false;
+	if (f->key.family == AF_INET)
+		return addr4_match(from->addr.a4, sel->saddr.a4, sel->prefixlen_s) &&
+		       addr4_match(to->addr.a4, sel->daddr.a4, sel->prefixlen_d);
+	return addr_match(&from->addr, &sel->saddr, sel->prefixlen_s) &&
+	       addr_match(&to->addr, &sel->daddr, sel->prefixlen_d);
+}
+
+/*
  * A valid PEP-origin SA from @from to @to, of @ref's family, mode and
- * encapsulation.  Returns it held, or NULL.  Under the lock, not RCU: xfrm
- * frees a state right after its destructor (les_origin_sa_del()) without
- * a grace period, so only the lock keeps a listed state's memory alive here.
+ * encapsulation, that carries @f's segments from its end @src (or, with
+ * no @f, whose selector is @ref's).  Returns it held, or NULL.  Under the
+ * lock, not RCU: xfrm frees a state right after its destructor
+ * (les_origin_sa_del()) without a grace period, so only the lock keeps a
+ * listed state's memory alive here.
  */
 static struct xfrm_state *les_origin_lookup(struct les_accel_net *an,
 					    const struct xfrm_state *ref,
 					    const xfrm_address_t *from,
-					    const xfrm_address_t *to)
+					    const xfrm_address_t *to,
+					    const struct les_flow *f,
+					    unsigned int src)
 {
 	unsigned short family = ref->props.family;
 	struct xfrm_state *found = NULL;
@@ -70,6 +98,9 @@ static struct xfrm_state *les_origin_lookup(struct les_accel_net *an,
 		    !xfrm_addr_equal(&x->id.daddr, to, family) ||
 		    READ_ONCE(x->km.state) != XFRM_STATE_VALID)
 			continue;
+		if (f ? !les_origin_carries(x, f, src) :
+			memcmp(&x->sel, &ref->sel, sizeof(x->sel)))
+			continue;
 		/* A state whose last reference is gone is being destroyed. */
 		if (refcount_inc_not_zero(&x->refcnt)) {
 			found = x;
@@ -83,20 +114,23 @@ static struct xfrm_state *les_origin_lookup(struct les_accel_net *an,
 /*
  * The PEP-origin SA that sends toward the sender of the packets @view
  * reads (the reverse addresses), or with @along toward their receiver (the
- * same addresses).  Returns it held, or NULL.
+ * same addresses), for @f's segments from its end @src.  Returns it held,
+ * or NULL.
  */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,
-				   const struct xfrm_state *view, bool along)
+				   const struct xfrm_state *view, bool along,
+				   const struct les_flow *f, unsigned int src)
 {
 	return les_origin_lookup(an, view,
 				 along ? &view->props.saddr : &view->id.daddr,
-				 along ? &view->id.daddr : &view->props.saddr);
+				 along ? &view->id.daddr : &view->props.saddr,
+				 f, src);
 }
 
 /*
  * *@xp, held by the caller, if it is still valid; else the SA that took
- * its place (same addresses: re-added or rekeyed), or NULL, the old one
- * put.  A flow holding a dead SA would keep it, and fail every send, until
+ * its place (same addresses and selector: re-added or rekeyed), or NULL,
+ * the old one put.  A flow holding a dead SA would keep it, and fail every send, until
  * the flow goes.  True if *@xp can send.
  */
 bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp)
@@ -107,7 +141,8 @@ bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp)
 		return false;
 	if (READ_ONCE(old->km.state) == XFRM_STATE_VALID)
 		return true;
-	*xp = les_origin_lookup(an, old, &old->props.saddr, &old->id.daddr);
+	*xp = les_origin_lookup(an, old, &old->props.saddr, &old->id.daddr,
+				NULL, 0);
 	xfrm_state_put(old);
 	return *xp;
 }

@@ -10,11 +10,15 @@
  * forwarded ones (their dst is held) or clones of held copies; they leave
  * through dst_output(), as ip_forward_finish() would have sent them.
  */
+#include <linux/hash.h>
 #include <linux/hrtimer.h>
-#include <linux/skbuff.h>
 #include <linux/netfilter.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
+#include <linux/udp.h>
 #include <net/dst.h>
 #include <net/ip.h>
+#include <net/ipv6.h>
 #include <net/tcp.h>
 
 #include "les.h"
@@ -179,24 +183,117 @@ void les_pacer_stop(struct les_pacer *p)
 }
 
 /*
- * The hop queue: what this PEP sends onto the hop waits here in the order
- * it arrived, until the pacer has room.  Order matters beyond TCP's: the
- * packets of one SA carry its sequence numbers, and the receiver's xfrm
- * replay window (4096 packets at most) drops what comes too far behind the
- * newest.  A PEP that sent each flow's copies as that flow's window allows
- * would scramble an SA's packets across its flows by the whole of what it
- * holds.  A held copy at the head waits for its receiver's window (and
- * what is behind it waits too); a resent copy goes at once (hold.c).
- * Flow table lock held.
+ * The hop lanes: what this PEP sends onto the hop waits in its SA's lane,
+ * in the order it arrived, until the pacer has room.  Order matters beyond
+ * TCP's: the packets of one SA carry its sequence numbers, and the
+ * receiver's xfrm replay window (4096 packets at most) drops what comes
+ * too far behind the newest.  A PEP that sent each flow's copies as that
+ * flow's window allows would scramble an SA's packets across its flows by
+ * the whole of what it holds.  A held copy at a lane's head waits for its
+ * receiver's window, and what is behind it in that lane waits too; other
+ * SAs' lanes go on (docs/accel.md 5).  A resent copy goes at once
+ * (hold.c).  Flow table lock held throughout.
  */
-static void les_hop_append(struct les_pep_net *pn, struct les_held *h)
+
+/* The SPI of the ESP packet @skb, as the hook found it (pep.c); 0: none. */
+static __be32 les_hop_spi(const struct sk_buff *skb)
+{
+	unsigned int off;
+	__be32 _spi;
+	const __be32 *spi;
+	u8 proto;
+
+	if (skb->protocol == htons(ETH_P_IP)) {
+		off = skb_network_offset(skb) + ip_hdrlen(skb);
+		proto = ip_hdr(skb)->protocol;
+	} else {
+		__be16 frag_off;
+		int ext;
+
+		proto = ipv6_hdr(skb)->nexthdr;
+		ext = ipv6_skip_exthdr(skb, skb_network_offset(skb) +
+				       sizeof(struct ipv6hdr), &proto, &frag_off);
+		if (ext < 0)
+			return 0;
+		off = ext;
+	}
+	if (proto == IPPROTO_UDP)
+		off += sizeof(struct udphdr);
+	else if (proto != IPPROTO_ESP)
+		return 0;
+	spi = skb_header_pointer(skb, off, sizeof(_spi), &_spi);
+	return spi ? *spi : 0;
+}
+
+static struct hlist_head *les_hop_bucket(struct les_accel_net *an, __be32 spi)
+{
+	return &an->lanes[hash_32((__force u32)spi, LES_HOP_LANE_BITS)];
+}
+
+/* @skb's lane, if packets of its SA wait. */
+static struct les_hop_lane *les_hop_lane_find(struct les_accel_net *an,
+					      const struct sk_buff *skb)
+{
+	__be32 spi = les_hop_spi(skb);
+	struct les_hop_lane *l;
+
+	hlist_for_each_entry(l, les_hop_bucket(an, spi), hnode)
+		if (l->spi == spi)
+			return l;
+	return NULL;
+}
+
+/* @skb's lane, made if none waits; the spare one if none can be made. */
+static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
+					     const struct sk_buff *skb)
+{
+	struct les_hop_lane *l = les_hop_lane_find(an, skb);
+
+	if (l)
+		return l;
+	l = kmalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT);
+	if (!l)
+		return &an->spare_lane;
+	l->spi = les_hop_spi(skb);
+	INIT_LIST_HEAD(&l->queue);
+	INIT_LIST_HEAD(&l->busy);
+	hlist_add_head(&l->hnode, les_hop_bucket(an, l->spi));
+	return l;
+}
+
+/* An empty lane goes (a lane exists only while its SA's packets wait). */
+static void les_hop_lane_put(struct les_accel_net *an, struct les_hop_lane *l)
+{
+	list_del_init(&l->busy);
+	if (l == &an->spare_lane)
+		return;
+	hlist_del(&l->hnode);
+	kfree(l);
+}
+
+void les_hop_init(struct les_accel_net *an)
+{
+	unsigned int i;
+
+	for (i = 0; i < ARRAY_SIZE(an->lanes); i++)
+		INIT_HLIST_HEAD(&an->lanes[i]);
+	INIT_LIST_HEAD(&an->hop_busy);
+	INIT_LIST_HEAD(&an->spare_lane.queue);
+	INIT_LIST_HEAD(&an->spare_lane.busy);
+	an->spare_lane.spi = 0;
+}
+
+static void les_hop_append(struct les_pep_net *pn, struct les_hop_lane *l,
+			   struct les_held *h)
 {
 	struct les_accel_net *an = &pn->accel;
 
-	if (list_empty(&an->hop_queue))
+	if (list_empty(&an->hop_busy))
 		queue_delayed_work(les_pep_wq, &an->tick,
 				   msecs_to_jiffies(LES_ACCEL_TICK_MS));
-	list_add_tail(&h->wait, &an->hop_queue);
+	if (list_empty(&l->busy))
+		list_add_tail(&l->busy, &an->hop_busy);
+	list_add_tail(&h->wait, &l->queue);
 	h->waiting = true;
 }
 
@@ -204,21 +301,22 @@ void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 			struct les_accel_dir *d)
 {
 	h->dir = d;
-	les_hop_append(pn, h);
+	les_hop_append(pn, les_hop_lane_get(&pn->accel, h->skb), h);
 }
 
 /*
- * A packet that only passes: it keeps its place among the copies.  With
- * nothing waiting ahead of it and room in the pacer, it goes straight in,
- * as les_hop_drain() would take it (no node to allocate).
+ * A packet that only passes: it keeps its place among its SA's copies.
+ * With nothing of its SA waiting and room in the pacer, it goes straight
+ * in, as les_hop_drain() would take it (no node to allocate).
  */
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo)
 {
+	struct les_accel_net *an = &pn->accel;
+	struct les_hop_lane *l = les_hop_lane_find(an, skb);
 	struct les_held *h = NULL;
 
-	if (!list_empty(&pn->accel.hop_queue) ||
-	    !les_pacer_room(&pn->accel.pacer, todo))
+	if ((l && !list_empty(&l->queue)) || !les_pacer_room(&an->pacer, todo))
 		h = les_held_new(skb, 0, 0);
 	if (!h) {
 		todo->pace_bytes += skb->len;
@@ -226,42 +324,82 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		return;
 	}
 	INIT_LIST_HEAD(&h->node);
-	les_hop_append(pn, h);
+	les_hop_append(pn, l ?: les_hop_lane_get(an, skb), h);
 }
 
-/* Into the pacer, from the head, as far as it has room and windows allow. */
+enum les_hop_take { LES_HOP_TOOK, LES_HOP_BLOCKED, LES_HOP_EMPTY };
+
+/* The head of @l into the pacer, unless it waits for a window. */
+static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
+					   struct les_hop_lane *l,
+					   struct les_accel_todo *todo)
+{
+	struct les_held *h;
+
+	h = list_first_entry_or_null(&l->queue, struct les_held, wait);
+	if (!h)
+		return LES_HOP_EMPTY;
+	if (h->dir) {
+		/* The receiver's window first; a copy not made, later. */
+		if (after(h->end, les_early_send_limit(pn, h->dir)) ||
+		    !les_held_send(h, todo))
+			return LES_HOP_BLOCKED;
+		list_del(&h->wait);
+		h->waiting = false;
+		return LES_HOP_TOOK;
+	}
+	list_del(&h->wait);
+	todo->pace_bytes += h->skb->len;
+	__skb_queue_tail(&todo->pace, h->skb);
+	les_held_node_free(h);
+	return LES_HOP_TOOK;
+}
+
+/*
+ * Into the pacer, as far as it has room and windows allow: a packet from
+ * each lane in turn, so no SA waits behind another's window or burst.  The
+ * lane the pacer's room ran out at goes first next time.
+ */
 void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
-	struct les_held *h, *tmp;
+	struct les_hop_lane *l, *tmp;
+	bool took;
 
-	list_for_each_entry_safe(h, tmp, &an->hop_queue, wait) {
-		if (!les_pacer_room(&an->pacer, todo))
-			break;
-		if (h->dir) {
-			/* The receiver's window first; a copy not made, later. */
-			if (after(h->end, les_early_send_limit(pn, h->dir)) ||
-			    !les_held_send(h, todo))
+	do {
+		took = false;
+		list_for_each_entry_safe(l, tmp, &an->hop_busy, busy) {
+			if (!les_pacer_room(&an->pacer, todo)) {
+				list_rotate_to_front(&l->busy, &an->hop_busy);
+				return;
+			}
+			switch (les_hop_lane_take(pn, l, todo)) {
+			case LES_HOP_TOOK:
+				took = true;
 				break;
-			list_del(&h->wait);
-			h->waiting = false;
-			continue;
+			case LES_HOP_EMPTY:
+				les_hop_lane_put(an, l);
+				break;
+			case LES_HOP_BLOCKED:
+				break;
+			}
 		}
-		list_del(&h->wait);
-		todo->pace_bytes += h->skb->len;
-		__skb_queue_tail(&todo->pace, h->skb);
-		les_held_node_free(h);
-	}
+	} while (took);
 }
 
 /* Namespace exit, after the flows took their copies back: the rest goes. */
 void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out)
 {
+	struct les_accel_net *an = &pn->accel;
+	struct les_hop_lane *l, *ltmp;
 	struct les_held *h, *tmp;
 
-	list_for_each_entry_safe(h, tmp, &pn->accel.hop_queue, wait) {
-		list_del(&h->wait);
-		__skb_queue_tail(out, h->skb);
-		les_held_node_free(h);
+	list_for_each_entry_safe(l, ltmp, &an->hop_busy, busy) {
+		list_for_each_entry_safe(h, tmp, &l->queue, wait) {
+			list_del(&h->wait);
+			__skb_queue_tail(out, h->skb);
+			les_held_node_free(h);
+		}
+		les_hop_lane_put(an, l);
 	}
 }

@@ -100,7 +100,7 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	}
 	/* The SA to probe with: found once, again if it went away. */
 	if (!les_origin_renew(an, &d->probe_origin))
-		d->probe_origin = les_origin_find(an, view, true);
+		d->probe_origin = les_origin_find(an, view, true, af->flow, s);
 	/* In sequence order; from the tail, where in-order data goes. */
 	list_for_each_entry_reverse(pos, &d->over, node)
 		if (!after(pos->seq, h->seq))
@@ -177,7 +177,7 @@ void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->update_probes = 0;
 	d->update_since = ktime_get();
 	if (!les_origin_renew(&pn->accel, &d->probe_origin))
-		d->probe_origin = les_origin_find(&pn->accel, view, true);
+		d->probe_origin = les_origin_find(&pn->accel, view, true, af->flow, s);
 }
 
 /*

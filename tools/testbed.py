@@ -63,7 +63,7 @@ INNER = {"client": "10.11.0.1", "server": "10.13.0.1"}
 FAMILY = 4
 V6 = {"10.1.0.1": "fd01::1", "10.1.0.254": "fd01::fe", "10.2.0.1": "fd02::1",
       "10.2.0.2": "fd02::2", "10.3.0.254": "fd03::fe", "10.3.0.1": "fd03::1",
-      "10.11.0.1": "fd11::1", "10.13.0.1": "fd13::1"}
+      "10.11.0.1": "fd11::1", "10.11.0.2": "fd11::2", "10.13.0.1": "fd13::1"}
 # The hop's ends: uplink leaves rpep, downlink leaves hpep.
 HOP = {"up": ("rpep", "r-h"), "down": ("hpep", "h-r")}
 MTU = 1500
@@ -74,6 +74,16 @@ SMALLEST = 64
 
 def ns(name):
     return f"tb-{name}"
+
+
+def client_addr(t):
+    """The client's inner address of tunnel @t (Mode(tunnels=2)): a second
+    CHILD_SA between the same gateways, for a second address."""
+    return plan(f"10.11.0.{t + 1}")
+
+
+def tunnel_inner(t):
+    return dict(INNER, client=client_addr(t))
 
 
 def plan(v4):
@@ -197,7 +207,9 @@ def topology_up():
     for n in ("client", "server"):
         sh(f"ip link add dev in0 type dummy && ip link set dev in0 up && "
            f"ip addr add {INNER[n]}/{hostlen} dev in0{nodad}", n)
-    cli, srv = INNER["client"], INNER["server"]
+    cli, srv, cli2 = INNER["client"], INNER["server"], client_addr(1)
+    sh(f"ip addr add {cli2}/{hostlen} dev in0{nodad}", "client")
+    sh(f"ip route add {cli2}/{hostlen} via {plan('10.1.0.1')}", "rpep")
     sh(f"ip route add default via {plan('10.1.0.254')} && "
        f"ip route add {srv}/{hostlen} via {plan('10.1.0.254')} src {cli}", "client")
     sh(f"ip route add default via {plan('10.3.0.254')} && "
@@ -248,7 +260,7 @@ class Mode:
     # Whose data each PEP ACKs early: the direction of the ACKs it sends.
     ORIGIN = {"hpep": ("up", "client", "server"), "rpep": ("down", "server", "client")}
 
-    def __init__(self, name, prof, encap=False, transport=False):
+    def __init__(self, name, prof, encap=False, transport=False, tunnels=1):
         self.name = name
         # NAT traversal: every SA in UDP on port 4500 (RFC 3948); the
         # endpoints must hold an encapsulation socket open (encap_hold()).
@@ -257,15 +269,20 @@ class Mode:
         # which the routers carry as they are (no outer header).
         self.transport = transport
         self.prof = prof
-        self.sas = {}                  # direction ("down"/"up") -> spi
-        self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi
+        # Tunnels between the same gateways, one per client address
+        # (client_addr()), each with its own SAs, PEP keys and reqid.
+        self.tunnels = tunnels
+        self.sas = {}                  # direction ("down"/"up") -> spi, tunnel 0
+        self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi, tunnel 0
+        self.origins = {}              # les-pep: (PEP, tunnel) -> the same
         # One script per namespace, its xfrm part one `ip -batch`: under
         # emulation every exec counts (a debug kernel's takes a second).
         ipb = {n: [] for n in NS}      # namespace -> `ip -batch` lines
         accel = {}                     # PEP -> its `pep set` once keyed
         pepsal_down()
         if name not in ("clear", "pepsal"):
-            self._keys(name, encap, transport, ipb, accel)
+            for t in range(tunnels):
+                self._keys(name, encap, transport, ipb, accel, t)
         # The host's opener queue bounds the namespaces' (see below).
         lesctl(f"pep set backlog {16384 if accel else 1024}")
         for n in NS:
@@ -280,12 +297,15 @@ class Mode:
         if name == "pepsal":
             pepsal_up()
 
-    def _keys(self, name, encap, transport, ipb, accel):
-        """The SAs and PEP keys of the mode, as commands per namespace."""
+    def _keys(self, name, encap, transport, ipb, accel, t=0):
+        """The SAs and PEP keys of tunnel @t of the mode, as commands per
+        namespace."""
         blob = {}
+        inner, reqid = tunnel_inner(t), t + 1
         for direction, src, dst in (("up", "client", "server"), ("down", "server", "client")):
             Mode.spi += 1
-            self.sas[direction] = Mode.spi
+            if t == 0:
+                self.sas[direction] = Mode.spi
             if name == "esp":
                 key = "0x" + os.urandom(36).hex()
             else:
@@ -293,23 +313,25 @@ class Mode:
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
             blob[direction] = key
             for n in ("client", "server"):
-                ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport))
+                ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport, inner, reqid))
             if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
-                    ipb[n].append(sa_add(src, dst, Mode.spi, view, encap, transport) +
-                                  f" mark {PEP_MARK:#x}")
+                    ipb[n].append(sa_add(src, dst, Mode.spi, view, encap, transport, inner,
+                                         reqid) + f" mark {PEP_MARK:#x}")
         if name == "les-pep":
             for pep, (direction, src, dst) in Mode.ORIGIN.items():
                 blobs = {b["role"]: b["blob"] for b in json.loads(
                     lesctl(f"-j blob derive {blob[direction]} pep-id {Mode.PEP_ID[pep]}"))}
                 Mode.spi += 1
-                self.origin[pep] = Mode.spi
+                if t == 0:
+                    self.origin[pep] = Mode.spi
+                self.origins[pep, t] = Mode.spi
                 ipb[pep].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap,
-                                       transport) + f" mark {PEP_MARK:#x}")
+                                       transport, inner, reqid) + f" mark {PEP_MARK:#x}")
                 ipb[dst].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap,
-                                       transport))
+                                       transport, inner, reqid))
             for pep, dev, rate in (("hpep", "h-r", prof_rate(self.prof, "down")),
                                    ("rpep", "r-h", prof_rate(self.prof, "up"))):
                 # Every packet of a flow must reach the engine: a burst of
@@ -318,10 +340,10 @@ class Mode:
                 accel[pep] = (f"pep set accel on hop-dev {dev} hop-rate {rate} "
                               f"peer-buffer {2 << 20} backlog 16384")
         for me, peer in (("client", "server"), ("server", "client")):
-            for d, s, t in (("out", me, peer), ("in", peer, me)):
-                tmpl = ("proto esp reqid 1 mode transport" if transport else
-                        f"src {OUTER[s]} dst {OUTER[t]} proto esp reqid 1 mode tunnel")
-                ipb[me].append(f"xfrm policy add src {INNER[s]} dst {INNER[t]} dir {d} "
+            for d, a, b in (("out", me, peer), ("in", peer, me)):
+                tmpl = (f"proto esp reqid {reqid} mode transport" if transport else
+                        f"src {OUTER[a]} dst {OUTER[b]} proto esp reqid {reqid} mode tunnel")
+                ipb[me].append(f"xfrm policy add src {inner[a]} dst {inner[b]} dir {d} "
                                f"tmpl {tmpl}")
 
     def counters(self):
@@ -438,11 +460,12 @@ def lesctl(args, where=None):
     return sh(f"{LESCTL} {args}", where).stdout.strip()
 
 
-def sa_add(src, dst, spi, key, encap=False, transport=False):
-    ends = INNER if transport else OUTER
+def sa_add(src, dst, spi, key, encap=False, transport=False, inner=None, reqid=1):
+    inner = inner or INNER
+    ends = inner if transport else OUTER
     return (f"xfrm state add src {ends[src]} dst {ends[dst]} proto esp spi {spi:#x} "
-            f"reqid 1 mode {'transport' if transport else 'tunnel'} aead {AEAD} {key} 128 "
-            f"replay-window 4096 sel src {INNER[src]} dst {INNER[dst]}" +
+            f"reqid {reqid} mode {'transport' if transport else 'tunnel'} aead {AEAD} {key} 128 "
+            f"replay-window 4096 sel src {inner[src]} dst {inner[dst]}" +
             (" encap espinudp 4500 4500 0.0.0.0" if encap else ""))
 
 
@@ -521,9 +544,12 @@ http {{
 CURL_W = "%{json}\\n"
 
 
-def curl(urls, out_dir, max_time, parallel=0):
-    """curl in the client namespace; returns (exit code, [write-out dicts])."""
+def curl(urls, out_dir, max_time, parallel=0, src=None):
+    """curl in the client namespace (from @src, an address of the client's);
+    returns (exit code, [write-out dicts])."""
     args = ["curl", "-sS", "--max-time", str(max_time), "-w", CURL_W]
+    if src:
+        args += ["--interface", src]
     if parallel:
         # As a browser does: all the connections at once.  Without
         # --parallel-immediate curl first waits for one connection's
@@ -537,8 +563,9 @@ def curl(urls, out_dir, max_time, parallel=0):
     return p.returncode, info
 
 
-def fetch(name, w, sums, max_time):
-    """One fetch on fresh connections: {status, connect, first_byte, total}."""
+def fetch(name, w, sums, max_time, src=None):
+    """One fetch on fresh connections (from the client's address @src, or its
+    first): {status, connect, first_byte, total}."""
     dl = f"{WORK}/dl"
     sh(f"rm -rf {dl} && mkdir -p {dl}")
     for n in ("client", "server"):
@@ -547,18 +574,18 @@ def fetch(name, w, sums, max_time):
     t0 = time.monotonic()
     if "bytes" in w:
         paths = [f"{name}.bin"]
-        rc, info = curl([base + paths[0]], dl, max_time)
+        rc, info = curl([base + paths[0]], dl, max_time, src=src)
         first = info[0] if info else {}
         total = first.get("time_total")
     else:
         paths = [f"{name}.html"]
-        rc, info = curl([base + paths[0]], dl, max_time)
+        rc, info = curl([base + paths[0]], dl, max_time, src=src)
         first = info[0] if info else {}
         if rc == 0:
             objs = [f"{name}-{i}.bin" for i in range(w["objects"])]
             paths += objs
             left = max(1, int(max_time - (time.monotonic() - t0)))
-            rc, _ = curl([base + o for o in objs], dl, left, parallel=w["parallel"])
+            rc, _ = curl([base + o for o in objs], dl, left, parallel=w["parallel"], src=src)
         # What a user waits for: from the first request to the last object.
         total = time.monotonic() - t0
     res = {"connect": first.get("time_connect"), "first_byte": first.get("time_starttransfer"),
