@@ -67,8 +67,9 @@ setup:
 debug-kernel:
 	tools/debug-kernel.sh
 
+# FULL=1: every test on every kernel (docs/testing.md).
 check:
-	tests/run.sh
+	FULL=$(FULL) tests/run.sh
 
 # The tests that need no VM: codec, C-vs-Python, self-test, lesctl, fuzzing.
 check-host: lesctl
