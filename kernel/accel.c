@@ -172,7 +172,7 @@ static bool les_accel_origin_ok(struct les_pep_net *pn, struct les_flow *f,
 {
 	struct les_accel_dir *d = &f->accel->dir[s];
 
-	if (!les_origin_renew(&pn->accel, &d->origin))
+	if (!les_origin_renew(&pn->accel, &d->origin, f, !s))
 		d->origin = les_origin_find(&pn->accel, view, false, f, !s);
 	return d->origin;
 }

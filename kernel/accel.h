@@ -342,7 +342,8 @@ bool les_drain_flow_reads(struct les_flow *f, unsigned int from,
 			  const struct les_pep_pkt *pkt);
 void les_drain_tick(struct les_pep_net *pn, ktime_t now);
 
-bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp);
+bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp,
+		      const struct les_flow *f, unsigned int src);
 int les_origin_send(struct xfrm_state *x, const struct les_ack_desc *d);
 
 #endif /* LES_ACCEL_H */

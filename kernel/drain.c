@@ -225,10 +225,11 @@ void les_drain_tick(struct les_pep_net *pn, ktime_t now)
 			 * the sender again, not absorbed for ACKs never sent.
 			 */
 			if (les_key_gone(d->origin) &&
-			    !les_origin_renew(&pn->accel, &d->origin))
+			    !les_origin_renew(&pn->accel, &d->origin, af->flow, !s))
 				les_accel_early_stop(d);
 			if (les_key_gone(d->probe_origin))
-				les_origin_renew(&pn->accel, &d->probe_origin);
+				les_origin_renew(&pn->accel, &d->probe_origin,
+						 af->flow, s);
 			if (!les_view_gone(v))
 				continue;
 			af->flow->side[s].key_went = true;

@@ -320,7 +320,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
  * the receiver said nothing since the timer's last resend, every copy not
  * SACKed and not sent within @rto goes too, as far as copies may go (its
  * window as we last heard it, plus what the far PEP holds past it) and
- * the pacer has room, the rest through the hop queue: the receiver may
+ * the pacer has room, the rest through its SA's hop lane: the receiver may
  * have had that copy all along, and its xfrm drops one it had as a
  * replay, answering nothing that would tell us where its hole is (its own
  * ACKs of the last round trip lost on the hop: docs/accel.md 3).

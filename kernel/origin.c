@@ -49,12 +49,15 @@ void les_origin_sa_del(struct les_sa *sa)
  * @x?  xfrm checks an inbound SA's selector against the inner packet
  * (XfrmInStateMismatch): with several tunnels between the same gateways
  * (CHILD_SAs of other traffic selectors), only the flow's own will do.
+ * The selector's ifindex is not looked at: on input xfrm compares it with
+ * the endpoint's own route, which the PEP does not know.
  */
 static bool les_origin_carries(const struct xfrm_state *x,
 			       const struct les_flow *f, unsigned int src)
 {
 	const struct xfrm_selector *sel = &x->sel;
-	const struct les_flow_end *from = &f->key.end[src], *to = &f->key.end[!src];
+	const struct les_flow_end *from = &f->key.end[src];
+	const struct les_flow_end *to = &f->key.end[!src];
 
 	if ((sel->family != AF_UNSPEC && sel->family != f->key.family) ||
 	    (sel->proto && sel->proto != IPPROTO_TCP) ||
@@ -70,11 +73,12 @@ static bool les_origin_carries(const struct xfrm_state *x,
 
 /*
  * A valid PEP-origin SA from @from to @to, of @ref's family, mode and
- * encapsulation, that carries @f's segments from its end @src (or, with
- * no @f, whose selector is @ref's).  Returns it held, or NULL.  Under the
- * lock, not RCU: xfrm frees a state right after its destructor
- * (les_origin_sa_del()) without a grace period, so only the lock keeps a
- * listed state's memory alive here.
+ * encapsulation, that carries @f's segments from its end @src; of those,
+ * one of @ref's reqid if there is one (the endpoint's policy template
+ * checks it next, should two tunnels' selectors overlap).  Returns it
+ * held, or NULL.  Under the lock, not RCU: xfrm frees a state right after
+ * its destructor (les_origin_sa_del()) without a grace period, so only the
+ * lock keeps a listed state's memory alive here.
  */
 static struct xfrm_state *les_origin_lookup(struct les_accel_net *an,
 					    const struct xfrm_state *ref,
@@ -96,17 +100,20 @@ static struct xfrm_state *les_origin_lookup(struct les_accel_net *an,
 		    !!x->encap != !!ref->encap ||
 		    !xfrm_addr_equal(&x->props.saddr, from, family) ||
 		    !xfrm_addr_equal(&x->id.daddr, to, family) ||
-		    READ_ONCE(x->km.state) != XFRM_STATE_VALID)
+		    READ_ONCE(x->km.state) != XFRM_STATE_VALID ||
+		    !refcount_read(&x->refcnt) ||
+		    !les_origin_carries(x, f, src))
 			continue;
-		if (f ? !les_origin_carries(x, f, src) :
-			memcmp(&x->sel, &ref->sel, sizeof(x->sel)))
-			continue;
-		/* A state whose last reference is gone is being destroyed. */
-		if (refcount_inc_not_zero(&x->refcnt)) {
+		if (x->props.reqid == ref->props.reqid) {
 			found = x;
 			break;
 		}
+		if (!found)
+			found = x;
 	}
+	/* A state whose last reference is gone is being destroyed. */
+	if (found && !refcount_inc_not_zero(&found->refcnt))
+		found = NULL;
 	spin_unlock_bh(&an->origin_lock);
 	return found;
 }
@@ -128,12 +135,14 @@ struct xfrm_state *les_origin_find(struct les_accel_net *an,
 }
 
 /*
- * *@xp, held by the caller, if it is still valid; else the SA that took
- * its place (same addresses and selector: re-added or rekeyed), or NULL,
- * the old one put.  A flow holding a dead SA would keep it, and fail every send, until
+ * *@xp, held by the caller and sending @f's segments from its end @src, if
+ * it is still valid; else the SA that took its place (same addresses, a
+ * selector that carries them: re-added or rekeyed), or NULL, the old one
+ * put.  A flow holding a dead SA would keep it, and fail every send, until
  * the flow goes.  True if *@xp can send.
  */
-bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp)
+bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp,
+		      const struct les_flow *f, unsigned int src)
 {
 	struct xfrm_state *old = *xp;
 
@@ -142,7 +151,7 @@ bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp)
 	if (READ_ONCE(old->km.state) == XFRM_STATE_VALID)
 		return true;
 	*xp = les_origin_lookup(an, old, &old->props.saddr, &old->id.daddr,
-				NULL, 0);
+				f, src);
 	xfrm_state_put(old);
 	return *xp;
 }

@@ -206,7 +206,7 @@ static __be32 les_hop_spi(const struct sk_buff *skb)
 	if (skb->protocol == htons(ETH_P_IP)) {
 		off = skb_network_offset(skb) + ip_hdrlen(skb);
 		proto = ip_hdr(skb)->protocol;
-	} else {
+	} else if (skb->protocol == htons(ETH_P_IPV6)) {
 		__be16 frag_off;
 		int ext;
 
@@ -216,6 +216,8 @@ static __be32 les_hop_spi(const struct sk_buff *skb)
 		if (ext < 0)
 			return 0;
 		off = ext;
+	} else {
+		return 0;
 	}
 	if (proto == IPPROTO_UDP)
 		off += sizeof(struct udphdr);
@@ -243,7 +245,12 @@ static struct les_hop_lane *les_hop_lane_find(struct les_accel_net *an,
 	return NULL;
 }
 
-/* @skb's lane, made if none waits; the spare one if none can be made. */
+/*
+ * @skb's lane, made if none waits.  If none can be made, the spare one,
+ * which then takes every SA without a lane of its own until it is empty:
+ * an SA's packets wait in one lane at most (in order), even if some of
+ * them wait behind another SA's there.
+ */
 static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 					     const struct sk_buff *skb)
 {
@@ -251,7 +258,9 @@ static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 
 	if (l)
 		return l;
-	l = kmalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT);
+	if (!list_empty(&an->spare_lane.queue))
+		return &an->spare_lane;
+	l = kmalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!l)
 		return &an->spare_lane;
 	l->spi = les_hop_spi(skb);
@@ -316,6 +325,8 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 	struct les_hop_lane *l = les_hop_lane_find(an, skb);
 	struct les_held *h = NULL;
 
+	if (!l && !list_empty(&an->spare_lane.queue))
+		l = &an->spare_lane;
 	if ((l && !list_empty(&l->queue)) || !les_pacer_room(&an->pacer, todo))
 		h = les_held_new(skb, 0, 0);
 	if (!h) {

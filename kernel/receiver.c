@@ -99,7 +99,7 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		d->probes = 0;
 	}
 	/* The SA to probe with: found once, again if it went away. */
-	if (!les_origin_renew(an, &d->probe_origin))
+	if (!les_origin_renew(an, &d->probe_origin, af->flow, s))
 		d->probe_origin = les_origin_find(an, view, true, af->flow, s);
 	/* In sequence order; from the tail, where in-order data goes. */
 	list_for_each_entry_reverse(pos, &d->over, node)
@@ -176,8 +176,9 @@ void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->update_edge = les_side_edge(&af->flow->side[!s]);
 	d->update_probes = 0;
 	d->update_since = ktime_get();
-	if (!les_origin_renew(&pn->accel, &d->probe_origin))
-		d->probe_origin = les_origin_find(&pn->accel, view, true, af->flow, s);
+	if (!les_origin_renew(&pn->accel, &d->probe_origin, af->flow, s))
+		d->probe_origin = les_origin_find(&pn->accel, view, true,
+						  af->flow, s);
 }
 
 /*
@@ -251,7 +252,8 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	const struct les_flow_side *rcv = &af->flow->side[!s];
 	s64 wait = LES_RCV_PROBE_MS * USEC_PER_MSEC;
 
-	if (d->probe_due || !les_origin_renew(&pn->accel, &d->probe_origin))
+	if (d->probe_due ||
+	    !les_origin_renew(&pn->accel, &d->probe_origin, af->flow, s))
 		return;
 	if (list_empty(&d->over)) {
 		les_rcv_update_timer(pn, af, s, now);
