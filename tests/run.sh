@@ -108,19 +108,6 @@ if ! grep -qE "^PASSED " "$pytest_out"; then
 	report FAIL "host tests ran" "$pytest_out"
 fi
 
-# The debug kernel's build, if one ran: then les.ko for it.
-if [ -n "$dkbuild" ]; then
-	if wait "$dkbuild" && dkver=$(tools/debug-kernel.sh --rel 2>/dev/null); then
-		report OK "debug kernel (linux-source-6.1: KASAN, kmemleak, lockdep, fault injection) built"
-		step "les.ko builds warning-free with W=1 and sparse-clean for the debug kernel" \
-			make modules C=1 BUILD_KVERS="$dkver"
-	else
-		dkver=
-		report FAIL "debug kernel (linux-source-6.1: KASAN, kmemleak, lockdep, fault injection) built" "$dklog"
-	fi
-	echo "# debug kernel: built $(( $(date +%s) - dkstart ))s after it started" | tee -a "$log"
-fi
-
 # Every VM test on Debian's own kernels, then on the debug kernel (it sees
 # memory and locking bugs; KASAN and lockdep under emulation run the suite
 # a few times slower: it gets more time).  What the debug kernel and the
@@ -133,7 +120,8 @@ fi
 # One mode configuration of each kind: transport and tunnel, both families
 # and across them, ESN, NAT-T, the jumbo MTU (tunnel v4-in-v4).
 each_kind='^(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 esn|tunnel v6-in-v4 esn udp-encap)$'
-for k in $kvers $dkver; do
+vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
+	local k=$1 vmlog status timeout configs only accel_only
 	vmlog=$out/vm-$k.txt
 	SECONDS=0
 	timeout=1500
@@ -181,7 +169,29 @@ for k in $kvers $dkver; do
 	else
 		report OK "$k: the VM test run completed with a clean kernel log"
 	fi
+}
+
+for k in $kvers; do
+	vm_tests "$k"
 done
+
+# The debug kernel's build, if one ran, has had Debian's runs to finish
+# in: then les.ko for it, and its VM run.
+if [ -n "$dkbuild" ]; then
+	if wait "$dkbuild" && dkver=$(tools/debug-kernel.sh --rel 2>/dev/null); then
+		report OK "debug kernel (linux-source-6.1: KASAN, kmemleak, lockdep, fault injection) built"
+		step "les.ko builds warning-free with W=1 and sparse-clean for the debug kernel" \
+			make modules C=1 BUILD_KVERS="$dkver"
+	else
+		dkver=
+		report FAIL "debug kernel (linux-source-6.1: KASAN, kmemleak, lockdep, fault injection) built" "$dklog"
+	fi
+	echo "# debug kernel: built $(( $(date +%s) - dkstart ))s after it started" | tee -a "$log"
+fi
+
+if [ -n "$dkver" ]; then
+	vm_tests "$dkver"
+fi
 
 echo "$passed passed, $failed failed, $skipped skipped"
 [ "$failed" -eq 0 ]
