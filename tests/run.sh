@@ -120,6 +120,15 @@ fi
 # One mode configuration of each kind: transport and tunnel, both families
 # and across them, ESN, NAT-T, the jumbo MTU (tunnel v4-in-v4).
 each_kind='^(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 esn|tunnel v6-in-v4 esn udp-encap)$'
+# The engine's tests whose kernel paths no other one takes (80 to 140 s
+# each on the debug kernel, about 30 on Debian's): small buffer
+# (fail-open), hop misbehaves, upload, transport mode, NAT-T and IPv6 take
+# the engine's paths of the others (the opener's for UDP and IPv6 run in
+# steps pep and modes); accel off and ack key deleted drain as keys deleted
+# does; lost window update's probe paths run in its peer-buffer 0 variant
+# (on the debug kernel it stalls about 1 run in 3: a known fault,
+# docs/accel.md 8).
+each_path='^(accel on late|key gone|keys deleted|many flows|lost window update, no peer buffer|two tunnels|mutants)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only
 	vmlog=$out/vm-$k.txt
@@ -128,34 +137,23 @@ vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	configs=${LES_CONFIGS:-}
 	only=${LES_ONLY:-}
 	accel_only=${LES_ACCEL_ONLY:-}
+	# The first Debian kernel (6.1, the one make demo boots) runs every
+	# test.  The second and the debug kernel take every kernel path once:
+	# one mode configuration of each kind (the kernels differ in xfrm's
+	# core, which each kind takes; the other nine combine what these five
+	# take), the engine's tests of a path of their own, and no step
+	# testbed (it proves the testbed's tooling; the kernel paths of its
+	# fetches, the other steps take).
+	if [ "$k" != "${kvers%% *}" ]; then
+		only=${LES_ONLY-'^(errors|roles|modes|nonces|pep-origin|bad-input|pep|hardening|mutation|accel|in-use|async)$'}
+		accel_only=${LES_ACCEL_ONLY-$each_path}
+		configs=${LES_CONFIGS-$each_kind}
+	fi
 	if [ "$k" = "$dkver" ]; then
+		# KASAN and lockdep under emulation: a few times slower.  The
+		# nonces' checks are of values, their SA paths the modes' own.
 		timeout=3600
-		# The testbed step proves the testbed's tooling on the first
-		# Debian kernel (10 minutes here); the kernel paths it takes, the
-		# debug kernel's accel, pep and modes steps take too.
-		only=${LES_ONLY-'^(errors|roles|modes|nonces|pep-origin|bad-input|pep|hardening|mutation|accel|in-use|async)$'}
-		# Of the engine's tests (80 to 140 s each here), those whose
-		# kernel paths no other one takes: small buffer (fail-open), hop
-		# misbehaves, upload, transport mode, NAT-T and IPv6 take the
-		# engine's paths of the others (the opener's for UDP and IPv6 run
-		# in steps pep and modes); accel off and ack key deleted drain as
-		# keys deleted does.  They run on both Debian kernels.  So does
-		# lost window update, which stalls here about 1 run in 3 (a known
-		# fault, docs/accel.md 8); the probe's paths run in its
-		# peer-buffer 0 variant.
-		accel_only=${LES_ACCEL_ONLY-'^(accel on late|key gone|keys deleted|many flows|lost window update, no peer buffer|two tunnels|mutants)$'}
-		# The 14 mode configurations run on the first Debian kernel; the
-		# debug kernel (8 minutes for all 14) takes one of each kind.
-		configs=${LES_CONFIGS-$each_kind}
-	elif [ "$k" != "${kvers%% *}" ]; then
-		# The first Debian kernel (6.1, the one make demo boots) runs
-		# every test.  The second runs every step with the mode matrix
-		# cut to one configuration of each kind (the kernels differ in
-		# xfrm's core, which each kind takes; the other nine combine
-		# what these five take), and without step testbed, which proves
-		# the testbed's tooling.
-		only=${LES_ONLY-'^(errors|roles|modes|nonces|pep-origin|bad-input|pep|hardening|mutation|accel|in-use|async)$'}
-		configs=${LES_CONFIGS-$each_kind}
+		only=${LES_ONLY-'^(errors|roles|modes|pep-origin|bad-input|pep|hardening|mutation|accel|in-use|async)$'}
 	fi
 	LES_ONLY=$only LES_ACCEL_ONLY=$accel_only LES_CONFIGS=$configs VM_TIMEOUT=$timeout tests/vm/vm-run.sh "$k" "$out/vm" -- tests/vm/guest.sh 2>&1 |
 		tee "$vmlog" >/dev/null
