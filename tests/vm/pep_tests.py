@@ -521,9 +521,9 @@ def unload_under_traffic(T, t, ko):
 # ---- the step ----------------------------------------------------------------------------
 
 def part_wanted(T, label, name):
-    """Whether "label name" matches LES_PARTS (tests/run.sh: the kernels
-    that take each path once leave some parts to the first); a part left
-    out says so in a SKIP line."""
+    """Whether "label name" matches LES_PARTS (tests/run.sh: the debug
+    kernel leaves some parts to Debian's); a part left out says so in a
+    SKIP line."""
     only = os.environ.get("LES_PARTS", "")
     if re.search(only, f"{label} {name}"):
         return True
