@@ -35,7 +35,10 @@ struct les_sa {
 	u8 pz_salt[LES_SALT_LEN];
 	/* R: this state's IV mask, never shared with another state (2.2). */
 	u64 iv_mask;
-	/* pep-view: the PEP's replay window, under x->lock (section 7). */
+	/*
+	 * pep-view: the PEP's replay window, under x->lock (section 7);
+	 * size 0 until the first header zone (les_sa_replay()).
+	 */
 	struct les_replay replay;
 	/* pep-origin-out: in its namespace's list (origin.c). */
 	struct list_head origin_node;
@@ -75,6 +78,7 @@ void les_origin_sa_del(struct les_sa *sa);
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack);
 void les_sa_destroy(struct xfrm_state *x);
 struct les_sa *les_sa_get(const struct xfrm_state *x);
+struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x);
 int les_sa_table_init(void);
 void les_sa_table_exit(void);
 void les_sa_walk_enter(struct rhashtable_iter *iter) __acquires(RCU);

@@ -226,14 +226,16 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	} else if (why == LES_STAT_PEP_AUTH_FAILED) {
 		x->stats.integrity_failed++;
 	} else if (!why) {
-		seq = les_replay_seq(&op->sa->replay,
+		struct les_replay *replay = les_sa_replay(op->sa, x);
+
+		seq = les_replay_seq(replay,
 				     les_get_be16(op->buf + LES_HZ_AAD_LEN + LES_HZ_EPOCH),
 				     les_get_be32(op->buf + 4));
-		if (!les_replay_check(&op->sa->replay, seq)) {
+		if (!les_replay_check(replay, seq)) {
 			x->stats.replay++;
 			why = LES_STAT_PEP_REPLAY;
 		} else {
-			les_replay_advance(&op->sa->replay, seq);
+			les_replay_advance(replay, seq);
 			/*
 			 * ip -s xfrm state shows what the PEP key opened; a
 			 * key that went is read on for held data only (drain.c).

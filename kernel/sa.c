@@ -193,11 +193,20 @@ static unsigned int les_header_len(const struct xfrm_state *x,
 	return len + les_encap_len(x);
 }
 
-/* The replay window the operator set on a pep-view state (section 7). */
-static unsigned int les_sa_replay_window(const struct xfrm_state *x)
+/*
+ * The PEP's replay window of pep-view state @x, the size its operator set
+ * (docs/protocol.md 7).  Sized at its first use, under x->lock: xfrm_user
+ * gives a state a window above 32 packets (replay_esn) only after
+ * init_state, where it would read 32, and the PEP would then take a
+ * packet reordered by 64 on the LAN for a replay (docs/accel.md 5).
+ */
+struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x)
 {
-	return x->replay_esn ? x->replay_esn->replay_window :
-			       x->props.replay_window;
+	if (!sa->replay.size)
+		les_replay_init(&sa->replay, x->replay_esn ?
+				x->replay_esn->replay_window :
+				x->props.replay_window);
+	return &sa->replay;
 }
 
 /*
@@ -298,7 +307,6 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	}
 	/* Fresh for every state, so nonces differ even under a reused key. */
 	sa->iv_mask = get_random_u64();
-	les_replay_init(&sa->replay, les_sa_replay_window(x));
 
 	err = rhashtable_insert_fast(&les_sa_table, &sa->node, les_sa_params);
 	if (err) {

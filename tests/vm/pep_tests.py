@@ -247,7 +247,11 @@ def replays(t, cfg, seq):
     the SYN once more, far behind the window: still a replay (v1 and a
     plain RFC 4303 inference would take it for the next 2^32 epoch).  On an
     SA of their own (b drops their inner packets), so that the tunnel's
-    sequence numbers are not moved."""
+    sequence numbers are not moved.  Then the window is the size the
+    PEP's key names, not 32 (xfrm_user sets a window above 32 after
+    les.ko has made the SA: kernel/sa.c): with replay-window 1024, a
+    packet 100 behind the newest, never seen, is read; sent again, it is
+    a replay."""
     ab = Sa(cfg, "a", "b", 0x7E00)
     ab.install()
     # A 64-packet window on the PEP (docs/protocol.md 7).
@@ -256,10 +260,10 @@ def replays(t, cfg, seq):
     a_in = "10.10.1.78" if cfg.ifam == 4 else "fd10:1::78"
     b_in = "10.10.2.78" if cfg.ifam == 4 else "fd10:2::78"
 
-    def sealed(s, flags):
+    def sealed(s, flags, sa=ab):
         inner = P.tcp_packet(a_in, b_in, 41100, 7300, seq=1000, ack=1 if flags & 0x10 else 0,
                              flags=flags)
-        return Z.seal(ab.spi, ab.seq64(s), cfg.esn, ab.k2, ab.k1, cfg.inner_nexthdr(6), inner)
+        return Z.seal(sa.spi, sa.seq64(s), cfg.esn, sa.k2, sa.k1, cfg.inner_nexthdr(6), inner)
     syn = sealed(seq, 0x02)
     rst = bytearray(sealed(seq + 1, 0x04))
     rst[Z.HZ_OFF + Z.HZ_DESC_LEN + Z.peek_len(bytes(rst), ab.k2)] ^= 1     # ICV2
@@ -278,10 +282,21 @@ def replays(t, cfg, seq):
                                     for e in later + [syn]])
     d2 = delta(cm, counters("m"))
     ok = ok and d2.get("LesPepReplay") == 2 and d2.get("LesPepOpened") == 82
-    for sa_ns in ("a", "b", "m"):
-        sh(f"ip xfrm state delete src {cfg.outer('a')} dst {cfg.outer('b')} proto esp "
-           f"spi {ab.spi:#x}" + (f" mark {PEP_MARK:#x}" if sa_ns == "m" else ""), ns=sa_ns)
-    return ok, {"m": dm, "then": d2, "flow": f}
+    wide = Sa(cfg, "a", "b", 0x7E01)
+    wide.install()
+    sh(pep_view(wide).add_cmd(f"mark {PEP_MARK:#x}").replace("replay-window 4096",
+                                                             "replay-window 1024"), ns="m")
+    c3 = counters("m")
+    send_from("a", cfg.outer("b"), [P.wrap_esp(cfg.outer("a"), cfg.outer("b"),
+                                               sealed(seq + n, 0x10, wide))
+                                    for n in (200, 100, 100)], chunk=1)
+    d3 = delta(c3, counters("m"))
+    ok = ok and d3.get("LesPepOpened") == 2 and d3.get("LesPepReplay") == 1
+    for sa in (ab, wide):
+        for sa_ns in ("a", "b", "m"):
+            sh(f"ip xfrm state delete src {cfg.outer('a')} dst {cfg.outer('b')} proto esp "
+               f"spi {sa.spi:#x}" + (f" mark {PEP_MARK:#x}" if sa_ns == "m" else ""), ns=sa_ns)
+    return ok, {"m": dm, "then": d2, "window 1024": d3, "flow": f}
 
 
 # ---- the flow table's bounds --------------------------------------------------------
@@ -590,7 +605,8 @@ def run(T, out, ko):
                 T.run("an impossible header-zone length is counted and forwarded",
                       malformed_passes, t, cfg, ab, 50010)
                 T.run("a replayed SYN changes nothing on the PEP, a forgery does not move its "
-                      "window", replays, t, cfg, 20)
+                      "window, and the window is the size its key names (1024, not 32)",
+                      replays, t, cfg, 20)
                 # The same traffic with the hook off, then without keys.
                 lesctl("pep set hook off")
                 tr = Transfer(t, cfg, ab, ba, 7250, nbytes=32 * 1024, tag="pep-off")
