@@ -145,7 +145,7 @@ bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo)
 	return (u64)READ_ONCE(p->bytes) + todo->pace_bytes < max;
 }
 
-/* Queue @list behind what waits, in order; process context. */
+/* Queue @list behind what waits, in order; BHs may be off already. */
 void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list)
 {
 	struct sk_buff *skb;
@@ -336,6 +336,21 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 	}
 	INIT_LIST_HEAD(&h->node);
 	les_hop_append(pn, l ?: les_hop_lane_get(an, skb), h);
+}
+
+/*
+ * What @todo has for the hop goes into the pacer now, before the flow
+ * table's lock is let go: packets enter the pacer in the order the lock
+ * saw them.  Left in an opener batch's @todo until the batch's end, an
+ * SA's packets were overtaken by its later ones, which the tick took from
+ * their lane meanwhile (seen: a hundred of a client's ACKs a batch held
+ * reached the hop after the next fifty, past the far PEP's replay window,
+ * and the server's TCP dropped them as PAWS: docs/accel.md 5).
+ */
+void les_hop_commit(struct les_pep_net *pn, struct les_accel_todo *todo)
+{
+	les_pacer_queue(&pn->accel.pacer, &todo->pace);
+	todo->pace_bytes = 0;
 }
 
 enum les_hop_take { LES_HOP_TOOK, LES_HOP_BLOCKED, LES_HOP_EMPTY };
