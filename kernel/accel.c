@@ -416,7 +416,6 @@ static void les_accel_tick(struct work_struct *work)
 	}
 	/* The pacer has room again: what waits for it goes in. */
 	les_hop_drain(pn, &todo);
-	les_hop_commit(pn, &todo);
 	more = !list_empty(&an->flows) || !list_empty(&an->hop_busy);
 	spin_unlock_bh(&pn->flows.lock);
 	les_accel_todo_run(pn, &todo);

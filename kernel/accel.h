@@ -316,7 +316,6 @@ void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo);
 void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo);
-void les_hop_commit(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
 
 /* origin.c */

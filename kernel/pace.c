@@ -338,21 +338,6 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 	les_hop_append(pn, l ?: les_hop_lane_get(an, skb), h);
 }
 
-/*
- * What @todo has for the hop goes into the pacer now, before the flow
- * table's lock is let go: packets enter the pacer in the order the lock
- * saw them.  Left in an opener batch's @todo until the batch's end, an
- * SA's packets were overtaken by its later ones, which the tick took from
- * their lane meanwhile (seen: a hundred of a client's ACKs a batch held
- * reached the hop after the next fifty, past the far PEP's replay window,
- * and the server's TCP dropped them as PAWS: docs/accel.md 5).
- */
-void les_hop_commit(struct les_pep_net *pn, struct les_accel_todo *todo)
-{
-	les_pacer_queue(&pn->accel.pacer, &todo->pace);
-	todo->pace_bytes = 0;
-}
-
 enum les_hop_take { LES_HOP_TOOK, LES_HOP_BLOCKED, LES_HOP_EMPTY };
 
 /* The head of @l into the pacer, unless it waits for a window. */
@@ -382,9 +367,25 @@ static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
 }
 
 /*
+ * What @todo has for the hop goes into the pacer now, before the flow
+ * table's lock is let go: packets enter the pacer in the order the lock
+ * saw them.  Left in an opener batch's @todo until the batch's end, an
+ * SA's packets were overtaken by its later ones, which the tick took from
+ * their lane meanwhile (seen: a hundred of a client's ACKs a batch held
+ * reached the hop after the next fifty, past the far PEP's replay window,
+ * and the server's TCP dropped them as PAWS: docs/accel.md 5).
+ */
+static void les_hop_commit(struct les_pep_net *pn, struct les_accel_todo *todo)
+{
+	les_pacer_queue(&pn->accel.pacer, &todo->pace);
+	todo->pace_bytes = 0;
+}
+
+/*
  * Into the pacer, as far as it has room and windows allow: a packet from
  * each lane in turn, so no SA waits behind another's window or burst.  The
- * lane the pacer's room ran out at goes first next time.
+ * lane the pacer's room ran out at goes first next time.  Then what @todo
+ * has for the hop goes in, the lock still held (les_hop_commit()).
  */
 void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo)
 {
@@ -397,7 +398,7 @@ void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo)
 		list_for_each_entry_safe(l, tmp, &an->hop_busy, busy) {
 			if (!les_pacer_room(&an->pacer, todo)) {
 				list_rotate_to_front(&l->busy, &an->hop_busy);
-				return;
+				goto commit;
 			}
 			switch (les_hop_lane_take(pn, l, todo)) {
 			case LES_HOP_TOOK:
@@ -411,6 +412,8 @@ void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo)
 			}
 		}
 	} while (took);
+commit:
+	les_hop_commit(pn, todo);
 }
 
 /* Namespace exit, after the flows took their copies back: the rest goes. */

@@ -176,7 +176,6 @@ static void les_pep_accel(struct les_flow *f, unsigned int from, void *arg)
 				 op->to_hop, a->todo);
 	}
 	les_hop_drain(op->pn, a->todo);
-	les_hop_commit(op->pn, a->todo);
 }
 
 /* What became of one header zone: counters, the key's lifetime, the flow. */
@@ -275,7 +274,6 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 			spin_lock_bh(&pn->flows.lock);
 			les_hop_queue_skb(pn, op->skb, todo);
 			les_hop_drain(pn, todo);
-			les_hop_commit(pn, todo);
 			spin_unlock_bh(&pn->flows.lock);
 		} else if (op->skb) {
 			__skb_queue_tail(&todo->release, op->skb);
