@@ -12,7 +12,9 @@
  * rcv_ack is the receiver's own cumulative ACK; ack_point what the sender
  * had ACKed by the PEP; adv_edge the right edge of the window the PEP
  * gave it.  The lead (ack_point - rcv_ack) is what a crash of the PEP
- * would cost (docs/accel.md 7): flow-buffer bounds it.
+ * would cost (docs/accel.md 7): flow-buffer bounds it, and so does the
+ * receiver's window plus peer-buffer (the PEP takes no more than the hop
+ * may carry on).
  *
  * How a Linux sender takes these ACKs is in docs/accel.md 2; in short:
  * timestamps copied, never invented; the window's right edge never moves
@@ -36,12 +38,22 @@ u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d)
 	return d->rcv_edge + READ_ONCE(pn->accel.cfg.peer_buffer);
 }
 
-/* Room for more data in the flow's buffer: the window we may give. */
-static u32 les_early_space(struct les_accel_net *an, const struct les_accel_dir *d)
+/*
+ * The window we may give past the ACK point: room in the flow's buffer,
+ * but no further than the hop may carry (the receiver's window plus what
+ * the far PEP holds past it).  Data held beyond that would wait at the
+ * head of its SA's hop lane, and every other flow of the SA behind it,
+ * for as long as its reader keeps its window shut (docs/accel.md 5).
+ */
+static u32 les_early_space(struct les_pep_net *pn, const struct les_accel_dir *d)
 {
-	u32 flow_buffer = READ_ONCE(an->cfg.flow_buffer);
+	u32 flow_buffer = READ_ONCE(pn->accel.cfg.flow_buffer);
+	u32 limit = les_early_send_limit(pn, d);
+	u32 space = d->held_bytes < flow_buffer ? flow_buffer - d->held_bytes : 0;
 
-	return d->held_bytes < flow_buffer ? flow_buffer - d->held_bytes : 0;
+	if (!after(limit, d->ack_point))
+		return 0;
+	return min(space, limit - d->ack_point);
 }
 
 static void les_early_ack_due(struct les_pep_net *pn,
@@ -129,7 +141,8 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		seq = d->ack_point;
 	len = end - seq;
 	room = !after(end, d->adv_edge) ||
-	       d->held_bytes + len <= READ_ONCE(an->cfg.flow_buffer);
+	       (d->held_bytes + len <= READ_ONCE(an->cfg.flow_buffer) &&
+		!after(end, les_early_send_limit(pn, d)));
 	room = room && an->held_bytes + len <= READ_ONCE(an->cfg.buffer);
 	prev = room ? les_early_slot(d, seq, end) : ERR_PTR(-ENOSPC);
 	h = IS_ERR(prev) ? NULL : les_held_new(skb, seq, end);
@@ -224,7 +237,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	const struct les_tcp_seg *t = &pkt->tcp;
 	u32 ack = t->ack, edge, sacked_high = 0;
 	struct les_held *h, *tmp;
-	bool progress = false, beyond;
+	bool progress = false, opened, beyond;
 	unsigned int i;
 
 	if (!(t->flags & LES_TCP_ACK))
@@ -248,8 +261,9 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		/* A window update is no dup-ACK (RFC 5681). */
 		d->dupacks++;
 	}
-	if (progress || after(edge, d->rcv_edge))
-		d->rcv_edge = after(edge, d->rcv_edge) ? edge : d->rcv_edge;
+	opened = after(edge, d->rcv_edge);
+	if (opened)
+		d->rcv_edge = edge;
 	/*
 	 * A late start: once the receiver has ACKed what was in flight before
 	 * it, ACKs are ours; the window's right edge we give starts at the
@@ -294,16 +308,21 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 			sacked_high = right;
 	}
 	/*
-	 * Copies freed: the window we gave may open again.  The sender hears
-	 * of it only from us (the receiver's ACKs stop here), so say it once
-	 * an eighth of the buffer is free, or at once after a zero window.
+	 * Copies freed, or the receiver's window opened: the window we gave
+	 * may open too.  The sender hears of it only from us (the receiver's
+	 * ACKs stop here), so say it at once after a zero window, and else
+	 * once it opens by an eighth of the buffer, or by a segment and at
+	 * least what was left of it (a reader's window, not our buffer, may
+	 * be what holds the sender back).
 	 */
-	if (progress && d->early) {
-		u32 space = les_early_space(an, d);
+	if ((progress || opened) && d->early) {
+		u32 edge_now = d->ack_point + les_early_space(pn, d);
+		u32 left = d->adv_edge - d->ack_point;
+		u32 more = edge_now - d->adv_edge;
 
-		if (after(d->ack_point + space, d->adv_edge) &&
-		    (d->adv_edge == d->ack_point ||
-		     d->ack_point + space - d->adv_edge >= READ_ONCE(an->cfg.flow_buffer) / 8))
+		if (after(edge_now, d->adv_edge) &&
+		    (!left || more >= READ_ONCE(an->cfg.flow_buffer) / 8 ||
+		     (more >= left && more >= les_side_mss(&f->side[!s]))))
 			les_early_ack_due(pn, af, s);
 	}
 	if (sacked_high)
@@ -367,7 +386,6 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_accel_dir *d = &af->dir[s];
 	struct les_flow *f = af->flow;
 	const struct les_flow_side *rcv = &f->side[!s];
-	struct les_accel_net *an = &pn->accel;
 	unsigned int alen = f->key.family == AF_INET ? 4 : 16;
 	u32 space, win;
 	u8 shift = les_side_wshift(rcv);
@@ -378,7 +396,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (d->late)
 		return false;
 
-	space = les_early_space(an, d);
+	space = les_early_space(pn, d);
 	if (after(d->ack_point + space, d->adv_edge))
 		d->adv_edge = d->ack_point + space;
 	win = (d->adv_edge - d->ack_point) >> shift;

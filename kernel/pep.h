@@ -85,6 +85,12 @@ static inline u32 les_side_edge(const struct les_flow_side *side)
 	       side->ack + ((u32)side->win << les_side_wshift(side));
 }
 
+/* The largest segment a side takes (RFC 9293 3.7.1: 536 unless it said). */
+static inline u32 les_side_mss(const struct les_flow_side *side)
+{
+	return side->mss ?: 536;
+}
+
 struct les_flow {
 	struct rhash_head node;		/* in the table, keyed by @key */
 	struct list_head lru;		/* least recently seen first */
