@@ -101,6 +101,34 @@ bool les_accel_flow_busy(const struct les_flow *f)
 }
 
 /*
+ * A copy this PEP resends keeps its ESP sequence number, and the receiver's
+ * xfrm refuses one that comes more than its replay window behind the
+ * newest packet of the SA: that data, ACKed early, could never arrive
+ * (docs/accel.md 1).  The window is the pep-view key's, which mirrors the
+ * endpoint's SA (0: not said, not checked).  It must span what the hop
+ * carries of the SA until the timer's first resend, two round trips at
+ * hop-rate in segments of the flow's MSS, and the LAN's reordering.
+ */
+static bool les_accel_window_short(struct les_pep_net *pn,
+				   const struct les_flow *f, unsigned int s,
+				   const struct xfrm_state *view)
+{
+	const struct les_flow_side *rcv = &f->side[!s];
+	u32 window = view->replay_esn ? view->replay_esn->replay_window :
+					view->props.replay_window;
+	u64 rate = READ_ONCE(pn->accel.cfg.hop_rate);
+	u64 rtt = rcv->rtt_samples ? rcv->srtt_us : USEC_PER_SEC;
+	u64 rto = max_t(u64, 2 * rtt, LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
+	u64 packets;
+
+	if (!window || !rate)
+		return false;
+	/* kbit/s x us = bytes x 8000 */
+	packets = div64_u64(rate * rto, 8000ULL * les_side_mss(rcv));
+	return packets + LES_ACCEL_REORDER_SLACK > window;
+}
+
+/*
  * Start early-ACKing the data of @s with this segment, if it may be: the
  * handshake was seen (window scales), and the segment is new data.  If the
  * receiver has ACKed all data before it, at once: nothing unheld is in
@@ -122,8 +150,13 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	if (!pkt->payload || !f->handshake || f->state != LES_FLOW_ESTABLISHED ||
 	    !(rcv->flags_seen & LES_TCP_ACK) || before(pkt->tcp.seq, rcv->ack) ||
 	    f->side[s].next != pkt->tcp.seq + pkt->payload ||
-	    (f->accel && f->accel->dir[s].early))
+	    (f->accel && f->accel->dir[s].early) || f->side[s].window_short)
 		return;
+	if (les_accel_window_short(pn, f, s, view)) {
+		f->side[s].window_short = true;
+		les_stat_inc(pn->net, LES_STAT_ACCEL_WINDOW_SHORT);
+		return;
+	}
 	origin = les_origin_find(&pn->accel, view, false, f, !s);
 	if (!origin)
 		return;

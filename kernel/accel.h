@@ -38,6 +38,8 @@ struct les_sa;
 /* Retransmission timer: at least this, and twice the hop's RTT. */
 #define LES_ACCEL_RTO_MIN_MS		200
 #define LES_ACCEL_TICK_MS		10
+/* Packets of an SA the LAN may reorder, on top of the hop's (accel.c). */
+#define LES_ACCEL_REORDER_SLACK		128
 /* How long a key that went keeps reading for the data it held (drain.c). */
 #define LES_DRAIN_MAX_MS		30000
 #define LES_VIEW_HASH_BITS		6

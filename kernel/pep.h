@@ -60,6 +60,7 @@ struct les_flow_side {
 	bool have_edge;
 	u32 edge;
 	bool key_went;			/* its key went, none since (drain.c) */
+	bool window_short;		/* its receiver's replay window (accel.c) */
 	u64 packets, bytes, retrans;
 	/*
 	 * Round trip PEP -> this side -> PEP: a segment of the other side

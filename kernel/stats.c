@@ -71,6 +71,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_WINDOW_PROBES]	= "LesAccelWindowProbes",
 	[LES_STAT_ACCEL_DUP_HELD]	= "LesAccelDupHeld",
 	[LES_STAT_ACCEL_LATE_STARTS]	= "LesAccelLateStarts",
+	[LES_STAT_ACCEL_WINDOW_SHORT]	= "LesAccelReplayWindowShort",
 	[LES_STAT_ACCEL_KEYS_DRAINED]	= "LesAccelKeysDrained",
 	[LES_STAT_ACCEL_DRAIN_TIMEOUTS]	= "LesAccelDrainTimeouts",
 	[LES_STAT_ACCEL_ERRORS]		= "LesAccelErrors",

@@ -260,8 +260,11 @@ class Mode:
     # Whose data each PEP ACKs early: the direction of the ACKs it sends.
     ORIGIN = {"hpep": ("up", "client", "server"), "rpep": ("down", "server", "client")}
 
-    def __init__(self, name, prof, encap=False, transport=False, tunnels=1):
+    def __init__(self, name, prof, encap=False, transport=False, tunnels=1, window=4096):
         self.name = name
+        # The replay window of every SA, the PEP keys' included (theirs
+        # mirror the endpoints': docs/accel.md 1).
+        self.window = window
         # NAT traversal: every SA in UDP on port 4500 (RFC 3948); the
         # endpoints must hold an encapsulation socket open (encap_hold()).
         self.encap = encap
@@ -313,13 +316,14 @@ class Mode:
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
             blob[direction] = key
             for n in ("client", "server"):
-                ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport, inner, reqid))
+                ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport, inner, reqid,
+                                     self.window))
             if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
                 for n in ("rpep", "hpep"):
                     ipb[n].append(sa_add(src, dst, Mode.spi, view, encap, transport, inner,
-                                         reqid) + f" mark {PEP_MARK:#x}")
+                                         reqid, self.window) + f" mark {PEP_MARK:#x}")
         if name == "les-pep":
             for pep, (direction, src, dst) in Mode.ORIGIN.items():
                 blobs = {b["role"]: b["blob"] for b in json.loads(
@@ -329,9 +333,10 @@ class Mode:
                     self.origin[pep] = Mode.spi
                 self.origins[pep, t] = Mode.spi
                 ipb[pep].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-out"], encap,
-                                       transport, inner, reqid) + f" mark {PEP_MARK:#x}")
+                                       transport, inner, reqid, self.window) +
+                                f" mark {PEP_MARK:#x}")
                 ipb[dst].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap,
-                                       transport, inner, reqid))
+                                       transport, inner, reqid, self.window))
             for pep, dev, rate in (("hpep", "h-r", prof_rate(self.prof, "down")),
                                    ("rpep", "r-h", prof_rate(self.prof, "up"))):
                 # Every packet of a flow must reach the engine: a burst of
@@ -460,12 +465,13 @@ def lesctl(args, where=None):
     return sh(f"{LESCTL} {args}", where).stdout.strip()
 
 
-def sa_add(src, dst, spi, key, encap=False, transport=False, inner=None, reqid=1):
+def sa_add(src, dst, spi, key, encap=False, transport=False, inner=None, reqid=1,
+           window=4096):
     inner = inner or INNER
     ends = inner if transport else OUTER
     return (f"xfrm state add src {ends[src]} dst {ends[dst]} proto esp spi {spi:#x} "
             f"reqid {reqid} mode {'transport' if transport else 'tunnel'} aead {AEAD} {key} 128 "
-            f"replay-window 4096 sel src {inner[src]} dst {inner[dst]}" +
+            f"replay-window {window} sel src {inner[src]} dst {inner[dst]}" +
             (" encap espinudp 4500 4500 0.0.0.0" if encap else ""))
 
 
