@@ -117,14 +117,13 @@ static bool les_accel_window_short(struct les_pep_net *pn,
 	u32 window = view->replay_esn ? view->replay_esn->replay_window :
 					view->props.replay_window;
 	u64 rate = READ_ONCE(pn->accel.cfg.hop_rate);
-	u64 rtt = rcv->rtt_samples ? rcv->srtt_us : USEC_PER_SEC;
-	u64 rto = max_t(u64, 2 * rtt, LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
 	u64 packets;
 
 	if (!window || !rate)
 		return false;
 	/* kbit/s x us = bytes x 8000 */
-	packets = div64_u64(rate * rto, 8000ULL * les_side_mss(rcv));
+	packets = div64_u64(rate * les_early_rto_us(f, !s),
+			    8000ULL * les_side_mss(rcv));
 	return packets + LES_ACCEL_REORDER_SLACK > window;
 }
 

@@ -270,6 +270,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo);
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d);
+u64 les_early_rto_us(const struct les_flow *f, unsigned int r);
 
 /* hold.c: the held-packet store */
 int les_held_cache_init(void);

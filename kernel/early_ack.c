@@ -32,6 +32,13 @@ static u32 les_early_rtt_us(const struct les_flow *f, unsigned int r)
 	return f->side[r].rtt_samples ? f->side[r].srtt_us : USEC_PER_SEC;
 }
 
+/* The retransmission timer of copies for receiver @r: twice its RTT. */
+u64 les_early_rto_us(const struct les_flow *f, unsigned int r)
+{
+	return max_t(u64, 2ULL * les_early_rtt_us(f, r),
+		     LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
+}
+
 /* How far into the data the hop may carry now (the receiver's window). */
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d)
 {
@@ -348,8 +355,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
 {
 	struct les_accel_dir *d = &af->dir[s];
-	s64 rto = max_t(s64, 2LL * les_early_rtt_us(af->flow, !s),
-			LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
+	s64 rto = les_early_rto_us(af->flow, !s);
 	struct les_held *h;
 	bool first = true, all = false;
 
