@@ -100,6 +100,13 @@ bool les_accel_flow_busy(const struct les_flow *f)
 		      af->dir[0].over_bytes || af->dir[1].over_bytes);
 }
 
+/* The receiver's replay window, as its pep-view key gives it. */
+static u32 les_accel_replay_window(const struct xfrm_state *view)
+{
+	return view->replay_esn ? view->replay_esn->replay_window :
+				  view->props.replay_window;
+}
+
 /*
  * A copy this PEP resends keeps its ESP sequence number, and the receiver's
  * xfrm refuses one that comes more than its replay window behind the
@@ -114,8 +121,7 @@ static bool les_accel_window_short(struct les_pep_net *pn,
 				   const struct xfrm_state *view)
 {
 	const struct les_flow_side *rcv = &f->side[!s];
-	u32 window = view->replay_esn ? view->replay_esn->replay_window :
-					view->props.replay_window;
+	u32 window = les_accel_replay_window(view);
 	u64 rate = READ_ONCE(pn->accel.cfg.hop_rate);
 	u64 packets;
 
@@ -177,6 +183,8 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rcv_ack = rcv->ack;
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
+	d->replay_window = les_accel_replay_window(view);
+	les_early_guard_set(d, les_early_rto_us(f, !s));
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);
 	if (d->late)
 		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);

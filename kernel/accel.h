@@ -40,6 +40,13 @@ struct les_sa;
 #define LES_ACCEL_TICK_MS		10
 /* Packets of an SA the LAN may reorder, on top of the hop's (accel.c). */
 #define LES_ACCEL_REORDER_SLACK		128
+/*
+ * How many retransmission timeouts an SA waits for a copy before that
+ * copy's flow is let go (pace.c); the copy is resent each timeout
+ * meanwhile, so three resends lost in a row are covered.
+ */
+#define LES_ACCEL_GUARD_RTOS		4
+#define LES_ACCEL_GUARD_MIN_MS		1000
 /* How long a key that went keeps reading for the data it held (drain.c). */
 #define LES_DRAIN_MAX_MS		30000
 #define LES_VIEW_HASH_BITS		6
@@ -92,6 +99,14 @@ struct les_held {
 	ktime_t sent;		/* last time onto the hop, 0: not yet */
 	u8 tx;			/* times sent */
 	bool sacked;
+	/*
+	 * Out on the hop and not yet ACKed by the receiver: on its lane's
+	 * replay guard (pace.c) with the ESP sequence number it carries, or
+	 * @lane NULL.
+	 */
+	struct list_head guard;
+	struct les_hop_lane *lane;
+	u32 esp_seq;
 };
 
 /* One direction of data of an accelerated flow, indexed by its sender. */
@@ -119,6 +134,16 @@ struct les_accel_dir {
 	u32 rcv_edge;		/* and its right edge */
 	bool rcv_known;
 	u8 dupacks;
+	/*
+	 * The receiver's replay window, in packets of the SA (its pep-view
+	 * key's; 0: not checked), the retransmission timeout, and how long
+	 * its SA may wait for a copy about to fall out of the window
+	 * (pace.c).  @unguarded: that wait ran out, the SA went on; until
+	 * all it held is ACKed.
+	 */
+	u32 replay_window;
+	u32 rto_us, guard_us;
+	bool unguarded;
 	struct xfrm_state *origin;	/* PEP-origin SA toward the sender */
 	/*
 	 * The pep-view key of this side's newest packet: it reads this side's
@@ -175,12 +200,19 @@ struct les_accel_todo {
 /*
  * What waits to go onto the hop for one SA, in arrival order (pace.c): the
  * SA's sequence numbers must reach its receiver in about that order, other
- * SAs' need not wait behind them.
+ * SAs' need not wait behind them.  And its replay guard: the copies out on
+ * the hop that its receiver has not ACKed, oldest first; none of the SA's
+ * packets goes so far ahead of them that the receiver's xfrm would refuse
+ * their resends.
  */
 struct les_hop_lane {
 	struct hlist_node hnode;	/* in les_accel_net.lanes, by SPI */
 	struct list_head busy;		/* on les_accel_net.hop_busy */
 	struct list_head queue;		/* of les_held.wait */
+	struct list_head guard;		/* of les_held.guard */
+	u32 guard_limit;		/* packets ahead of the oldest, at most */
+	u32 guard_seq;			/* the oldest's, when the wait began */
+	ktime_t guard_since;		/* the SA waits for it since, or 0 */
 	__be32 spi;
 };
 
@@ -271,6 +303,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo);
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d);
 u64 les_early_rto_us(const struct les_flow *f, unsigned int r);
+void les_early_guard_set(struct les_accel_dir *d, u64 rto_us);
 
 /* hold.c: the held-packet store */
 int les_held_cache_init(void);
@@ -316,10 +349,13 @@ bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo);
 void les_hop_init(struct les_accel_net *an);
 void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 			struct les_accel_dir *d);
+void les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
+			  struct les_accel_dir *d);
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo);
 void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
+void les_hop_guard_del(struct les_accel_net *an, struct les_held *h);
 
 /* origin.c */
 struct xfrm_state *les_origin_find(struct les_accel_net *an,

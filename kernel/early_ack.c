@@ -39,6 +39,14 @@ u64 les_early_rto_us(const struct les_flow *f, unsigned int r)
 		     LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
 }
 
+/* The replay guard's timings (pace.c), from the timeout of @d's flow. */
+void les_early_guard_set(struct les_accel_dir *d, u64 rto_us)
+{
+	d->rto_us = min_t(u64, rto_us, U32_MAX / LES_ACCEL_GUARD_RTOS);
+	d->guard_us = max_t(u32, LES_ACCEL_GUARD_RTOS * d->rto_us,
+			    LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC);
+}
+
 /* How far into the data the hop may carry now (the receiver's window). */
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d)
 {
@@ -308,8 +316,13 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		list_for_each_entry(h, &d->held, node) {
 			if (!before(h->seq, right))
 				break;
-			if (!before(h->seq, left) && !after(h->end, right))
-				h->sacked = true;
+			if (before(h->seq, left) || after(h->end, right) ||
+			    h->sacked)
+				continue;
+			h->sacked = true;
+			/* Its receiver has it: no resend to wait for. */
+			if (h->lane)
+				les_hop_guard_del(&pn->accel, h);
 		}
 		if (after(right, sacked_high) || !sacked_high)
 			sacked_high = right;
@@ -359,6 +372,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_held *h;
 	bool first = true, all = false;
 
+	les_early_guard_set(d, rto);
 	list_for_each_entry(h, &d->held, node) {
 		if (!h->tx || h->sacked || h->waiting)
 			continue;
@@ -373,7 +387,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		} else if (ktime_us_delta(now, h->sent) < rto) {
 			continue;
 		} else if (!les_pacer_room(&pn->accel.pacer, todo)) {
-			les_hop_queue_held(pn, h, d);
+			les_hop_queue_resend(pn, h, d);
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 			continue;
 		}

@@ -57,7 +57,12 @@ void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 
 	if (h->waiting)
 		list_del(&h->wait);
+	if (h->lane)
+		les_hop_guard_del(an, h);
 	list_del(&h->node);
+	/* All it was sent is ACKed: the replay guard covers it again. */
+	if (list_empty(&d->held))
+		d->unguarded = false;
 	d->held_bytes -= len;
 	an->held_bytes -= len;
 	consume_skb(h->skb);	/* NULL-safe */

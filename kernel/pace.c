@@ -195,13 +195,19 @@ void les_pacer_stop(struct les_pacer *p)
  * (hold.c).  Flow table lock held throughout.
  */
 
-/* The SPI of the ESP packet @skb, as the hook found it (pep.c); 0: none. */
-static __be32 les_hop_spi(const struct sk_buff *skb)
+/*
+ * The SPI of the ESP packet @skb, as the hook found it (pep.c), 0: none;
+ * and in @seq, if not NULL, the sequence number it carries (or 0).
+ */
+static __be32 les_hop_esp(const struct sk_buff *skb, u32 *seq)
 {
 	unsigned int off;
-	__be32 _spi;
-	const __be32 *spi;
+	__be32 _esp[2];
+	const __be32 *esp;
 	u8 proto;
+
+	if (seq)
+		*seq = 0;
 
 	if (skb->protocol == htons(ETH_P_IP)) {
 		off = skb_network_offset(skb) + ip_hdrlen(skb);
@@ -223,8 +229,12 @@ static __be32 les_hop_spi(const struct sk_buff *skb)
 		off += sizeof(struct udphdr);
 	else if (proto != IPPROTO_ESP)
 		return 0;
-	spi = skb_header_pointer(skb, off, sizeof(_spi), &_spi);
-	return spi ? *spi : 0;
+	esp = skb_header_pointer(skb, off, sizeof(_esp), _esp);
+	if (!esp)
+		return 0;
+	if (seq)
+		*seq = ntohl(esp[1]);
+	return esp[0];
 }
 
 static struct hlist_head *les_hop_bucket(struct les_accel_net *an, __be32 spi)
@@ -236,7 +246,7 @@ static struct hlist_head *les_hop_bucket(struct les_accel_net *an, __be32 spi)
 static struct les_hop_lane *les_hop_lane_find(struct les_accel_net *an,
 					      const struct sk_buff *skb)
 {
-	__be32 spi = les_hop_spi(skb);
+	__be32 spi = les_hop_esp(skb, NULL);
 	struct les_hop_lane *l;
 
 	hlist_for_each_entry(l, les_hop_bucket(an, spi), hnode)
@@ -263,21 +273,117 @@ static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 	l = kmalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!l)
 		return &an->spare_lane;
-	l->spi = les_hop_spi(skb);
+	l->spi = les_hop_esp(skb, NULL);
 	INIT_LIST_HEAD(&l->queue);
 	INIT_LIST_HEAD(&l->busy);
+	INIT_LIST_HEAD(&l->guard);
+	l->guard_limit = 0;
+	l->guard_since = 0;
 	hlist_add_head(&l->hnode, les_hop_bucket(an, l->spi));
 	return l;
 }
 
-/* An empty lane goes (a lane exists only while its SA's packets wait). */
+/*
+ * An empty lane goes: a lane exists only while its SA's packets wait, or
+ * its receiver has not ACKed copies sent (the replay guard).
+ */
 static void les_hop_lane_put(struct les_accel_net *an, struct les_hop_lane *l)
 {
 	list_del_init(&l->busy);
-	if (l == &an->spare_lane)
+	if (l == &an->spare_lane || !list_empty(&l->guard))
 		return;
 	hlist_del(&l->hnode);
 	kfree(l);
+}
+
+/*
+ * The replay guard (docs/accel.md 5.2).  The receiver's xfrm refuses a
+ * packet that comes more than its replay window of the SA's packets behind
+ * the newest it had, and a resent copy carries the sequence number it
+ * first had: a copy resent after the SA went that far on could never
+ * arrive, and its data, ACKed early, would be lost.  So none of an SA's
+ * packets goes onto the hop more than @guard_limit ahead of the oldest
+ * copy out there that its receiver has not ACKed (or SACKed), whose resend
+ * the SA then waits for.  Copies join when first sent, from their SA's own
+ * lane (the spare lane's SAs are not guarded), and leave when ACKed.
+ */
+static void les_hop_guard_add(struct les_accel_net *an, struct les_hop_lane *l,
+			      struct les_held *h, u32 seq)
+{
+	u32 window = h->dir->replay_window;
+
+	if (h->lane || l == &an->spare_lane || !window || h->dir->unguarded)
+		return;
+	/* The LAN reorders too: a slack, but never more than half of it. */
+	l->guard_limit = window - min_t(u32, window / 2, LES_ACCEL_REORDER_SLACK);
+	h->esp_seq = seq;
+	h->lane = l;
+	list_add_tail(&h->guard, &l->guard);
+}
+
+/* @h is ACKed or let go; its lane goes if nothing else keeps it. */
+void les_hop_guard_del(struct les_accel_net *an, struct les_held *h)
+{
+	struct les_hop_lane *l = h->lane;
+
+	list_del(&h->guard);
+	h->lane = NULL;
+	if (list_empty(&l->guard) && list_empty(&l->queue) &&
+	    list_empty(&l->busy))
+		les_hop_lane_put(an, l);
+}
+
+/* Would a packet of @l's SA carrying @seq go too far ahead? */
+static struct les_held *les_hop_guard_head(struct les_hop_lane *l, u32 seq)
+{
+	struct les_held *h;
+
+	h = list_first_entry_or_null(&l->guard, struct les_held, guard);
+	if (h && (s32)(seq - h->esp_seq) >= (s32)l->guard_limit)
+		return h;
+	return NULL;
+}
+
+/*
+ * Must the packet carrying @seq wait for the guard?  While it does, the
+ * copy waited for is resent each timeout of its flow: with the SA held
+ * back no new SACK comes to trigger a resend, and the timer's backoff
+ * (early_ack.c) would outlast the wait.  Not for longer than that flow
+ * allows (LES_ACCEL_GUARD_RTOS timeouts): a receiver that went away, or
+ * keeps its window shut on what the far PEP holds for it, must not stop
+ * its tunnel.  That flow is then let go: its copies leave the guard until
+ * it has all it was sent (counted: its data may never arrive).  @l has
+ * packets waiting: it stays.
+ */
+static bool les_hop_guard_waits(struct les_pep_net *pn, struct les_hop_lane *l,
+				u32 seq, struct les_accel_todo *todo)
+{
+	ktime_t now = ktime_get();
+	struct les_held *h, *c;
+	struct les_accel_dir *d;
+
+	while ((h = les_hop_guard_head(l, seq))) {
+		if (!l->guard_since || l->guard_seq != h->esp_seq) {
+			l->guard_since = now;
+			l->guard_seq = h->esp_seq;
+			les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_WAITS);
+		}
+		if (ktime_us_delta(now, l->guard_since) < h->dir->guard_us) {
+			if (!h->waiting &&
+			    ktime_us_delta(now, h->sent) >= h->dir->rto_us &&
+			    les_held_send(h, todo))
+				les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+			return true;
+		}
+		les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_EXPIRED);
+		d = h->dir;
+		d->unguarded = true;
+		list_for_each_entry(c, &d->held, node)
+			if (c->lane)
+				les_hop_guard_del(&pn->accel, c);
+	}
+	l->guard_since = 0;
+	return false;
 }
 
 void les_hop_init(struct les_accel_net *an)
@@ -314,6 +420,28 @@ void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 }
 
 /*
+ * A copy the timer resends when the pacer has no room: ahead of its lane's
+ * first sends, behind the resends already there.  Its SA's receiver has
+ * had newer packets; the replay guard may be waiting for this one.
+ */
+void les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
+			  struct les_accel_dir *d)
+{
+	struct les_hop_lane *l = les_hop_lane_get(&pn->accel, h->skb);
+	struct list_head *pos = &l->queue;
+	struct les_held *w;
+
+	h->dir = d;
+	list_for_each_entry(w, &l->queue, wait) {
+		if (!w->dir || !w->tx)
+			break;
+		pos = &w->wait;
+	}
+	les_hop_append(pn, l, h);
+	list_move(&h->wait, pos);
+}
+
+/*
  * A packet that only passes: it keeps its place among its SA's copies.
  * With nothing of its SA waiting and room in the pacer, it goes straight
  * in, as les_hop_drain() would take it (no node to allocate).
@@ -324,10 +452,14 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 	struct les_accel_net *an = &pn->accel;
 	struct les_hop_lane *l = les_hop_lane_find(an, skb);
 	struct les_held *h = NULL;
+	u32 seq;
 
 	if (!l && !list_empty(&an->spare_lane.queue))
 		l = &an->spare_lane;
-	if ((l && !list_empty(&l->queue)) || !les_pacer_room(&an->pacer, todo))
+	les_hop_esp(skb, &seq);
+	/* Waiting for the guard, it waits in its lane (les_hop_lane_take()). */
+	if ((l && !list_empty(&l->queue)) || !les_pacer_room(&an->pacer, todo) ||
+	    (l && les_hop_guard_head(l, seq)))
 		h = les_held_new(skb, 0, 0);
 	if (!h) {
 		todo->pace_bytes += skb->len;
@@ -346,10 +478,14 @@ static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
 					   struct les_accel_todo *todo)
 {
 	struct les_held *h;
+	u32 seq;
 
 	h = list_first_entry_or_null(&l->queue, struct les_held, wait);
 	if (!h)
 		return LES_HOP_EMPTY;
+	les_hop_esp(h->skb, &seq);
+	if (les_hop_guard_waits(pn, l, seq, todo))
+		return LES_HOP_BLOCKED;
 	if (h->dir) {
 		/* The receiver's window first; a copy not made, later. */
 		if (after(h->end, les_early_send_limit(pn, h->dir)) ||
@@ -357,6 +493,7 @@ static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
 			return LES_HOP_BLOCKED;
 		list_del(&h->wait);
 		h->waiting = false;
+		les_hop_guard_add(&pn->accel, l, h, seq);
 		return LES_HOP_TOOK;
 	}
 	list_del(&h->wait);
