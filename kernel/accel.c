@@ -184,7 +184,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
 	d->replay_window = les_accel_replay_window(view);
-	les_early_guard_set(d, les_early_rto_us(f, !s));
+	les_early_rto_set(d, les_early_rto_us(f, !s));
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);
 	if (d->late)
 		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);

@@ -135,14 +135,13 @@ struct les_accel_dir {
 	bool rcv_known;
 	u8 dupacks;
 	/*
-	 * The receiver's replay window, in packets of the SA (its pep-view
-	 * key's; 0: not checked), the retransmission timeout, and how long
-	 * its SA may wait for a copy about to fall out of the window
-	 * (pace.c).  @unguarded: that wait ran out, the SA went on; until
-	 * all it held is ACKed.
+	 * For the replay guard (pace.c): the receiver's replay window, in
+	 * packets of the SA (its pep-view key's; 0: not checked), and the
+	 * copies' retransmission timeout.  @unguarded: a wait for one of
+	 * them ran out and the SA went on; until all it held is ACKed.
 	 */
 	u32 replay_window;
-	u32 rto_us, guard_us;
+	u32 rto_us;
 	bool unguarded;
 	struct xfrm_state *origin;	/* PEP-origin SA toward the sender */
 	/*
@@ -303,7 +302,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo);
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d);
 u64 les_early_rto_us(const struct les_flow *f, unsigned int r);
-void les_early_guard_set(struct les_accel_dir *d, u64 rto_us);
+void les_early_rto_set(struct les_accel_dir *d, u64 rto_us);
 
 /* hold.c: the held-packet store */
 int les_held_cache_init(void);

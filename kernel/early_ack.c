@@ -39,12 +39,10 @@ u64 les_early_rto_us(const struct les_flow *f, unsigned int r)
 		     LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
 }
 
-/* The replay guard's timings (pace.c), from the timeout of @d's flow. */
-void les_early_guard_set(struct les_accel_dir *d, u64 rto_us)
+/* Note the copies' timeout where the replay guard (pace.c) finds it. */
+void les_early_rto_set(struct les_accel_dir *d, u64 rto_us)
 {
-	d->rto_us = min_t(u64, rto_us, U32_MAX / LES_ACCEL_GUARD_RTOS);
-	d->guard_us = max_t(u32, LES_ACCEL_GUARD_RTOS * d->rto_us,
-			    LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC);
+	d->rto_us = min_t(u64, rto_us, U32_MAX);
 }
 
 /* How far into the data the hop may carry now (the receiver's window). */
@@ -372,7 +370,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_held *h;
 	bool first = true, all = false;
 
-	les_early_guard_set(d, rto);
+	les_early_rto_set(d, rto);
 	list_for_each_entry(h, &d->held, node) {
 		if (!h->tx || h->sacked || h->waiting)
 			continue;

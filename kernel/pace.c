@@ -242,11 +242,10 @@ static struct hlist_head *les_hop_bucket(struct les_accel_net *an, __be32 spi)
 	return &an->lanes[hash_32((__force u32)spi, LES_HOP_LANE_BITS)];
 }
 
-/* @skb's lane, if packets of its SA wait. */
+/* The lane of SPI @spi, if its SA has one (packets waiting, or guarded). */
 static struct les_hop_lane *les_hop_lane_find(struct les_accel_net *an,
-					      const struct sk_buff *skb)
+					      __be32 spi)
 {
-	__be32 spi = les_hop_esp(skb, NULL);
 	struct les_hop_lane *l;
 
 	hlist_for_each_entry(l, les_hop_bucket(an, spi), hnode)
@@ -264,7 +263,8 @@ static struct les_hop_lane *les_hop_lane_find(struct les_accel_net *an,
 static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 					     const struct sk_buff *skb)
 {
-	struct les_hop_lane *l = les_hop_lane_find(an, skb);
+	__be32 spi = les_hop_esp(skb, NULL);
+	struct les_hop_lane *l = les_hop_lane_find(an, spi);
 
 	if (l)
 		return l;
@@ -273,7 +273,7 @@ static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 	l = kmalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!l)
 		return &an->spare_lane;
-	l->spi = les_hop_esp(skb, NULL);
+	l->spi = spi;
 	INIT_LIST_HEAD(&l->queue);
 	INIT_LIST_HEAD(&l->busy);
 	INIT_LIST_HEAD(&l->guard);
@@ -358,25 +358,28 @@ static struct les_held *les_hop_guard_head(struct les_hop_lane *l, u32 seq)
 static bool les_hop_guard_waits(struct les_pep_net *pn, struct les_hop_lane *l,
 				u32 seq, struct les_accel_todo *todo)
 {
-	ktime_t now = ktime_get();
 	struct les_held *h, *c;
 	struct les_accel_dir *d;
+	ktime_t now;
 
 	while ((h = les_hop_guard_head(l, seq))) {
+		now = ktime_get();
 		if (!l->guard_since || l->guard_seq != h->esp_seq) {
 			l->guard_since = now;
 			l->guard_seq = h->esp_seq;
 			les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_WAITS);
 		}
-		if (ktime_us_delta(now, l->guard_since) < h->dir->guard_us) {
+		d = h->dir;
+		if (ktime_us_delta(now, l->guard_since) <
+		    max_t(s64, (s64)LES_ACCEL_GUARD_RTOS * d->rto_us,
+			  LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC)) {
 			if (!h->waiting &&
-			    ktime_us_delta(now, h->sent) >= h->dir->rto_us &&
+			    ktime_us_delta(now, h->sent) >= d->rto_us &&
 			    les_held_send(h, todo))
 				les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 			return true;
 		}
 		les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_EXPIRED);
-		d = h->dir;
 		d->unguarded = true;
 		list_for_each_entry(c, &d->held, node)
 			if (c->lane)
@@ -443,20 +446,21 @@ void les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
 
 /*
  * A packet that only passes: it keeps its place among its SA's copies.
- * With nothing of its SA waiting and room in the pacer, it goes straight
- * in, as les_hop_drain() would take it (no node to allocate).
+ * With nothing of its SA waiting, room in the pacer and the replay guard
+ * not holding its SA back, it goes straight in, as les_hop_drain() would
+ * take it (no node to allocate).
  */
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
-	struct les_hop_lane *l = les_hop_lane_find(an, skb);
 	struct les_held *h = NULL;
+	struct les_hop_lane *l;
 	u32 seq;
 
+	l = les_hop_lane_find(an, les_hop_esp(skb, &seq));
 	if (!l && !list_empty(&an->spare_lane.queue))
 		l = &an->spare_lane;
-	les_hop_esp(skb, &seq);
 	/* Waiting for the guard, it waits in its lane (les_hop_lane_take()). */
 	if ((l && !list_empty(&l->queue)) || !les_pacer_room(&an->pacer, todo) ||
 	    (l && les_hop_guard_head(l, seq)))
