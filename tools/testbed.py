@@ -537,6 +537,9 @@ http {{
     access_log off;
     sendfile on;
     keepalive_requests 1000;
+    # A reader the tests pause keeps the server's window shut for longer
+    # than nginx's default 60 s between writes on a slow (debug) kernel.
+    send_timeout 600s;
     types {{ text/html html; application/octet-stream bin; }}
     server {{ listen 80; listen [::]:80; root {www}; }}
 }}
