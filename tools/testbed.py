@@ -359,13 +359,24 @@ class Mode:
             out = sh(f"ip -s xfrm state list spi {self.sas['down']:#x}", "client").stdout
             m = re.search(r"lifetime current:\s+(\d+)\(bytes\)", out)
             res["sa_bytes"] = int(m.group(1)) if m else 0
-        # What the endpoints' TCP would show if the PEPs' ACKs were wrong.
+        # What the endpoints' TCP would show if the PEPs' ACKs were wrong,
+        # and what it dropped of what its xfrm took.
         for n in ("client", "server"):
             for line in sh("nstat -az TcpExtPAWSEstab TcpExtTCPChallengeACK "
-                           "TcpExtTCPSpuriousRTOs TcpRetransSegs", n).stdout.splitlines():
+                           "TcpExtTCPSpuriousRTOs TcpRetransSegs TcpExtTCPOFODrop "
+                           "TcpExtOfoPruned TcpExtTCPBacklogDrop", n).stdout.splitlines():
                 f = line.split()
                 if len(f) >= 2 and f[1].isdigit():
                     res[f"{n}_{f[0]}"] = int(f[1])
+        # Copies the client had already: its xfrm drops them as replays.
+        for line in sh("cat /proc/net/xfrm_stat", "client").stdout.splitlines():
+            f = line.split()
+            if len(f) == 2 and f[0] == "XfrmInStateSeqError":
+                res["client_XfrmInStateSeqError"] = int(f[1])
+        # Packets a CPU's backlog had no room for (veth delivers through
+        # it): lost on a LAN, before any xfrm saw them.
+        with open("/proc/net/softnet_stat") as st:
+            res["vm_backlog_drops"] = sum(int(ln.split()[1], 16) for ln in st)
         if self.name == "pepsal":
             for n in ("rpep", "hpep"):
                 out = sh(f"nft list chain ip pepsal pre", n).stdout
