@@ -98,6 +98,7 @@ struct les_held {
 	u32 tsval;		/* its sender's TSval */
 	ktime_t sent;		/* last time onto the hop, 0: not yet */
 	u8 tx;			/* times sent */
+	u8 timeouts;		/* of which the timer's: its backoff */
 	bool sacked;
 	/*
 	 * Out on the hop and not yet ACKed by the receiver: on its lane's
@@ -314,6 +315,13 @@ void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 		    struct sk_buff_head *out);
 bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
+
+/* @h was (or is queued to be) sent again because a timer expired. */
+static inline void les_held_timeout(struct les_held *h)
+{
+	if (h->timeouts < U8_MAX)
+		h->timeouts++;
+}
 
 /* receiver.c: the receiver's side */
 bool les_rcv_relied_on(const struct les_accel_dir *d);

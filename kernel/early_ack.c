@@ -375,7 +375,13 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (!h->tx || h->sacked || h->waiting)
 			continue;
 		if (first) {
-			if (ktime_us_delta(now, h->sent) < rto << min_t(u8, h->tx - 1, 5))
+			/*
+			 * Backed off for the timer's own resends only: a copy
+			 * SACK recovery resent, lost again once nothing newer
+			 * goes (the tail, or a window-limited flow), waits one
+			 * timeout, not two (RFC 6298 5.5 doubles on expiry).
+			 */
+			if (ktime_us_delta(now, h->sent) < rto << min_t(u8, h->timeouts, 5))
 				return;
 			first = false;
 			all = d->rto_unanswered;
@@ -386,11 +392,14 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			continue;
 		} else if (!les_pacer_room(&pn->accel.pacer, todo)) {
 			les_hop_queue_resend(pn, h, d);
+			les_held_timeout(h);
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 			continue;
 		}
-		if (les_held_send(h, todo))
+		if (les_held_send(h, todo)) {
+			les_held_timeout(h);
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+		}
 	}
 }
 

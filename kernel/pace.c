@@ -375,8 +375,10 @@ static bool les_hop_guard_waits(struct les_pep_net *pn, struct les_hop_lane *l,
 			  LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC)) {
 			if (!h->waiting &&
 			    ktime_us_delta(now, h->sent) >= d->rto_us &&
-			    les_held_send(h, todo))
+			    les_held_send(h, todo)) {
+				les_held_timeout(h);
 				les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+			}
 			return true;
 		}
 		les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_EXPIRED);
