@@ -717,7 +717,8 @@ def paused_reader_busy_tunnel(T, prof, sums, long_pause=False):
           f"held {seen[-1] if seen else None} bytes "
           f"of the paused reader's; 10 MB on its tunnel in {res.get('total')} s; reader "
           f"{reader.get('status')} {reader.get('bytes')} bytes; hub LesAccelReplayGuardWaits "
-          f"{h.get('LesAccelReplayGuardWaits', 0)}, expired {h.get('LesAccelReplayGuardExpired', 0)}",
+          f"{h.get('LesAccelReplayGuardWaits', 0)}, expired {h.get('LesAccelReplayGuardExpired', 0)}, "
+          f"timer resends {h.get('LesAccelHopTimeouts', 0)}, fetch connected in {res.get('connect')} s",
           flush=True)
     if long_pause:
         T.ok(settled and seen[-1] >= 1 << 20 and res.get("status") == "ok" and waited and
