@@ -764,6 +764,12 @@ def short_replay_window(T, prof, sums):
          "end to end", {"fetch": res, "peps": d})
 
 
+def hub_drops(chain):
+    """Packets the hub's test table lesdrop dropped in @chain, every rule's."""
+    return sum(int(c) for c in re.findall(r"packets (\d+) bytes \d+ drop", tb.sh(
+        f"nft list chain inet lesdrop {chain}", "hpep", check=False).stdout))
+
+
 def lost_resend(T, prof, sums):
     """Replay windows of 1536 packets, long enough for the timer's first
     resend at 10 Mbit/s over 600 ms (the hub takes the flows: docs/accel.md
@@ -788,9 +794,7 @@ def lost_resend(T, prof, sums):
     th = threading.Thread(target=lambda: out.update(r=tb.curl(urls, dl, 60, parallel=2)))
 
     def dropped():
-        show = tb.sh("nft list table inet lesdrop", "hpep").stdout
-        m = re.search(r"packets (\d+)", show)
-        return int(m.group(1)) if m else 0
+        return hub_drops("out")
     try:
         tb.sh("nft -f - <<'EOF'\n"
               "table inet lesdrop {\n"
@@ -838,9 +842,6 @@ def lost_tail_resend(T, prof, sums):
     seq, times = 550, 2
     before = stats("hpep")
 
-    def dropped():
-        return sum(int(c) for c in re.findall(r"packets (\d+) bytes \d+ drop",
-                                              tb.sh("nft list chain inet lesdrop out", "hpep").stdout))
     tb.Mode("les-pep", prof)
     # All at the hub, in its packet path (no command is quick enough under
     # emulation): the first sending of ESP packet @seq is dropped, so is
@@ -865,7 +866,7 @@ def lost_tail_resend(T, prof, sums):
         th = threading.Thread(target=lambda: got.update(r=tb.fetch("1M", tb_conf("1M"), sums, 60)))
         th.start()
         th.join(90)
-        lost = dropped()
+        lost = hub_drops("out")
         acks = tb.sh("nft list chain inet lesdrop in", "hpep").stdout
     finally:
         tb.sh("nft delete table inet lesdrop", "hpep", check=False)
