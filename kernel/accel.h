@@ -136,6 +136,13 @@ struct les_accel_dir {
 	bool rcv_known;
 	u8 dupacks;
 	/*
+	 * SACK recovery's reordering window, widened past a quarter round
+	 * trip when a resend proves needless, back to a quarter after 16
+	 * recoveries (RFC 8985 6.2; early_ack.c).
+	 */
+	u32 reo_us;
+	u8 reo_persist;
+	/*
 	 * For the replay guard (pace.c): the receiver's replay window, in
 	 * packets of the SA (its pep-view key's; 0: not checked), and the
 	 * copies' retransmission timeout.  @unguarded: a wait for one of

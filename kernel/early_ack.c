@@ -192,16 +192,19 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 /*
  * Send again the copies the receiver's SACK blocks say the hop lost: those
  * sent before data that has arrived since (below @sacked_high), not
- * SACKed, and not sent again within the last round trip.  Without SACK,
- * dup-ACKs name the first hole only (@sacked_high 0).
+ * SACKed, and not sent again within the last round trip and the
+ * reordering window (a quarter of one at first).  Without SACK, dup-ACKs
+ * name the first hole only (@sacked_high 0).
  */
 static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 			      unsigned int s, u32 sacked_high,
 			      struct les_accel_todo *todo)
 {
 	struct les_accel_dir *d = &af->dir[s];
-	s64 wait = (s64)les_early_rtt_us(af->flow, !s) * 5 / 4;
+	s64 rtt = les_early_rtt_us(af->flow, !s);
+	s64 wait = rtt + max_t(s64, rtt / 4, d->reo_us);
 	ktime_t now = ktime_get();
+	bool resent = false;
 	struct les_held *h;
 
 	list_for_each_entry(h, &d->held, node) {
@@ -212,10 +215,40 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait) {
 			les_held_send(h, todo);
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_RETRANS);
+			resent = true;
 		}
 		if (!sacked_high)
 			break;
 	}
+	if (resent && d->reo_persist && !--d->reo_persist)
+		d->reo_us = 0;
+}
+
+/*
+ * The receiver has @h, resent: if it says so sooner after the resend than
+ * three quarters of its shortest round trip, it had the copy sent before
+ * (its xfrm dropped the resend as a replay, so no D-SACK tells us; RFC
+ * 8985 6.2 widens its window on those).  Seen when a burst the far PEP
+ * held past the window, released at once, reaches the receiver behind
+ * what came unheld meanwhile (docs/accel.md 3).  The reordering window
+ * then takes in twice what it lacked, up to a round trip.
+ */
+static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af,
+			       unsigned int s, const struct les_held *h,
+			       ktime_t now)
+{
+	const struct les_flow_side *r = &af->flow->side[!s];
+	struct les_accel_dir *d = &af->dir[s];
+	s64 late = ktime_us_delta(now, h->sent);
+	u32 rtt = les_early_rtt_us(af->flow, !s), reo;
+
+	if (h->tx < 2 || !r->rtt_samples || late >= (s64)r->rtt_min_us * 3 / 4)
+		return;
+	les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_SPURIOUS);
+	reo = min_t(u64, rtt, rtt / 4 + 2 * max_t(s64, late, 0));
+	if (reo > d->reo_us)
+		d->reo_us = reo;
+	d->reo_persist = 16;
 }
 
 /*
@@ -249,6 +282,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_flow *f = af->flow;
 	const struct les_tcp_seg *t = &pkt->tcp;
 	u32 ack = t->ack, edge, sacked_high = 0;
+	ktime_t now = ktime_get();
 	struct les_held *h, *tmp;
 	bool progress = false, opened, beyond;
 	unsigned int i;
@@ -267,6 +301,8 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		list_for_each_entry_safe(h, tmp, &d->held, node) {
 			if (after(h->end, ack))
 				break;
+			if (!h->sacked)
+				les_early_spurious(pn, af, s, h, now);
 			les_held_free(an, d, h);
 		}
 	} else if (ack == d->rcv_ack && edge == d->rcv_edge && !pkt->payload &&
@@ -318,6 +354,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 			    h->sacked)
 				continue;
 			h->sacked = true;
+			les_early_spurious(pn, af, s, h, now);
 			/* Its receiver has it: no resend to wait for. */
 			if (h->lane)
 				les_hop_guard_del(&pn->accel, h);

@@ -176,6 +176,7 @@ enum les_stat {
 	LES_STAT_ACCEL_EARLY_BYTES,	/* data ACKed early */
 	LES_STAT_ACCEL_HOP_RETRANS,	/* held copies sent again (SACK, dupacks) */
 	LES_STAT_ACCEL_HOP_TIMEOUTS,	/* ... by the retransmission timer */
+	LES_STAT_ACCEL_HOP_SPURIOUS,	/* resends the receiver had before */
 	LES_STAT_ACCEL_ABSORBED_ACKS,	/* receiver ACKs the sender had already */
 	LES_STAT_ACCEL_ABSORBED_DATA,	/* sender retransmissions of held data */
 	LES_STAT_ACCEL_FAIL_OPEN,	/* data forwarded unheld: limits, holes */

@@ -63,6 +63,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_EARLY_BYTES]	= "LesAccelEarlyAckedBytes",
 	[LES_STAT_ACCEL_HOP_RETRANS]	= "LesAccelHopRetrans",
 	[LES_STAT_ACCEL_HOP_TIMEOUTS]	= "LesAccelHopTimeouts",
+	[LES_STAT_ACCEL_HOP_SPURIOUS]	= "LesAccelHopSpurious",
 	[LES_STAT_ACCEL_ABSORBED_ACKS]	= "LesAccelAbsorbedAcks",
 	[LES_STAT_ACCEL_ABSORBED_DATA]	= "LesAccelAbsorbedData",
 	[LES_STAT_ACCEL_FAIL_OPEN]	= "LesAccelFailOpen",

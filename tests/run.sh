@@ -122,7 +122,7 @@ fi
 each_kind='^(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 esn|tunnel v6-in-v4 esn udp-encap)$'
 # The engine's tests whose kernel paths no other one takes (80 to 140 s
 # each on the debug kernel, about 30 on Debian's): lost tail resend takes
-# the timer's path of lost resend; small buffer (fail-open), hop misbehaves, upload, transport mode, NAT-T and IPv6 take
+# the timer's path of lost resend, late on lan its SACK recovery's; small buffer (fail-open), hop misbehaves, upload, transport mode, NAT-T and IPv6 take
 # the engine's paths of the others (the opener's for UDP and IPv6 run in
 # steps pep and modes); accel off and ack key deleted drain as keys deleted
 # does; short replay window takes only the engine's start; lost window
