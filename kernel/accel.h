@@ -100,6 +100,7 @@ struct les_held {
 	u8 tx;			/* times sent */
 	u8 timeouts;		/* of which the timer's: its backoff */
 	bool sacked;
+	bool sack_resent;	/* last sent by SACK recovery (early_ack.c) */
 	/*
 	 * Out on the hop and not yet ACKed by the receiver: on its lane's
 	 * replay guard (pace.c) with the ESP sequence number it carries, or
@@ -138,10 +139,11 @@ struct les_accel_dir {
 	/*
 	 * SACK recovery's reordering window, widened past a quarter round
 	 * trip when a resend proves needless, back to a quarter after 16
-	 * recoveries (RFC 8985 6.2; early_ack.c).
+	 * round trips with resends (RFC 8985 6.2; early_ack.c).
 	 */
 	u32 reo_us;
 	u8 reo_persist;
+	ktime_t reo_counted;	/* the last round trip @reo_persist counted */
 	/*
 	 * For the replay guard (pace.c): the receiver's replay window, in
 	 * packets of the SA (its pep-view key's; 0: not checked), and the

@@ -190,11 +190,21 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 }
 
 /*
+ * SACK recovery's reordering window: a quarter of the round trip @rtt at
+ * least, the whole of it at most (RFC 8985 6.2).
+ */
+static s64 les_early_reo_us(const struct les_accel_dir *d, s64 rtt)
+{
+	return clamp_t(s64, d->reo_us, rtt / 4, rtt);
+}
+
+/*
  * Send again the copies the receiver's SACK blocks say the hop lost: those
  * sent before data that has arrived since (below @sacked_high), not
  * SACKed, and not sent again within the last round trip and the
- * reordering window (a quarter of one at first).  Without SACK, dup-ACKs
- * name the first hole only (@sacked_high 0).
+ * reordering window.  Without SACK, dup-ACKs name the first hole only
+ * (@sacked_high 0).  A copy already queued for a resend in its hop lane
+ * (the timer's, pace.c) waits for that.
  */
 static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 			      unsigned int s, u32 sacked_high,
@@ -202,7 +212,7 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 {
 	struct les_accel_dir *d = &af->dir[s];
 	s64 rtt = les_early_rtt_us(af->flow, !s);
-	s64 wait = rtt + max_t(s64, rtt / 4, d->reo_us);
+	s64 wait = rtt + les_early_reo_us(d, rtt);
 	ktime_t now = ktime_get();
 	bool resent = false;
 	struct les_held *h;
@@ -210,28 +220,36 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 	list_for_each_entry(h, &d->held, node) {
 		if (sacked_high && !before(h->seq, sacked_high))
 			break;
-		if (!h->tx)
+		if (!h->tx || h->waiting)
 			continue;
-		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait) {
-			les_held_send(h, todo);
+		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait &&
+		    les_held_send(h, todo)) {
+			h->sack_resent = true;
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_RETRANS);
 			resent = true;
 		}
 		if (!sacked_high)
 			break;
 	}
-	if (resent && d->reo_persist && !--d->reo_persist)
-		d->reo_us = 0;
+	/* The window goes back to a quarter after 16 round trips with resends. */
+	if (resent && d->reo_persist &&
+	    (!d->reo_counted || ktime_us_delta(now, d->reo_counted) >= rtt)) {
+		d->reo_counted = now;
+		if (!--d->reo_persist)
+			d->reo_us = 0;
+	}
 }
 
 /*
- * The receiver has @h, resent: if it says so sooner after the resend than
- * three quarters of its shortest round trip, it had the copy sent before
- * (its xfrm dropped the resend as a replay, so no D-SACK tells us; RFC
- * 8985 6.2 widens its window on those).  Seen when a burst the far PEP
+ * The receiver has @h, resent once, by SACK recovery: if it says so sooner
+ * after the resend than half its shortest round trip, it had the first
+ * copy (its xfrm dropped the resend as a replay, so no D-SACK tells us;
+ * RFC 8985 6.2 widens its window on those).  Seen when a burst the far PEP
  * held past the window, released at once, reaches the receiver behind
- * what came unheld meanwhile (docs/accel.md 3).  The reordering window
- * then takes in twice what it lacked, up to a round trip.
+ * what came unheld meanwhile (docs/accel.md 3).  Half, not more: the
+ * shortest round trip the flow saw may count a wait in the hop lane
+ * (flow.c times it from when data reaches us).  The reordering window
+ * then grows by twice what it lacked.
  */
 static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af,
 			       unsigned int s, const struct les_held *h,
@@ -240,14 +258,14 @@ static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af
 	const struct les_flow_side *r = &af->flow->side[!s];
 	struct les_accel_dir *d = &af->dir[s];
 	s64 late = ktime_us_delta(now, h->sent);
-	u32 rtt = les_early_rtt_us(af->flow, !s), reo;
+	s64 rtt = les_early_rtt_us(af->flow, !s);
 
-	if (h->tx < 2 || !r->rtt_samples || late >= (s64)r->rtt_min_us * 3 / 4)
+	if (h->tx != 2 || !h->sack_resent || !r->rtt_samples ||
+	    late >= (s64)r->rtt_min_us / 2)
 		return;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_SPURIOUS);
-	reo = min_t(u64, rtt, rtt / 4 + 2 * max_t(s64, late, 0));
-	if (reo > d->reo_us)
-		d->reo_us = reo;
+	d->reo_us = min_t(s64, les_early_reo_us(d, rtt) + 2 * max_t(s64, late, 0),
+			  rtt);
 	d->reo_persist = 16;
 }
 

@@ -106,6 +106,7 @@ bool les_held_send(struct les_held *h, struct les_accel_todo *todo)
 	if (!clone)
 		return false;
 	h->sent = ktime_get();
+	h->sack_resent = false;
 	if (h->tx < U8_MAX)
 		h->tx++;
 	todo->pace_bytes += clone->len;

@@ -122,13 +122,13 @@ fi
 each_kind='^(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 esn|tunnel v6-in-v4 esn udp-encap)$'
 # The engine's tests whose kernel paths no other one takes (80 to 140 s
 # each on the debug kernel, about 30 on Debian's): lost tail resend takes
-# the timer's path of lost resend, late on lan its SACK recovery's; small buffer (fail-open), hop misbehaves, upload, transport mode, NAT-T and IPv6 take
+# the timer's path of lost resend; small buffer (fail-open), hop misbehaves, upload, transport mode, NAT-T and IPv6 take
 # the engine's paths of the others (the opener's for UDP and IPv6 run in
 # steps pep and modes); accel off and ack key deleted drain as keys deleted
 # does; short replay window takes only the engine's start; lost window
 # update's probe paths run in its peer-buffer 0 variant (the full one runs
 # on the debug kernel).
-each_path='^(accel on late|key gone|keys deleted|many flows|lost resend|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants)$'
+each_path='^(accel on late|key gone|keys deleted|many flows|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts
 	vmlog=$out/vm-$k.txt
