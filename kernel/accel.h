@@ -22,6 +22,7 @@
 #include <net/xfrm.h>
 
 #include "les_wire.h"
+#include "rtt.h"
 
 struct les_pep_net;
 struct les_flow;
@@ -144,6 +145,14 @@ struct les_accel_dir {
 	u32 reo_us;
 	u8 reo_persist;
 	ktime_t reo_counted;	/* the last round trip @reo_persist counted */
+	/*
+	 * The hop's round trip as the copies see it, from when one left for
+	 * the hop to the receiver's ACK or SACK of it, copies sent once only
+	 * (Karn): the flow's own (flow.c) runs from when data reaches us to
+	 * its cumulative ACK, so counts its wait in the hop lane, and behind
+	 * a hole (docs/accel.md 3).
+	 */
+	struct les_rtt hop_rtt;
 	/*
 	 * For the replay guard (pace.c): the receiver's replay window, in
 	 * packets of the SA (its pep-view key's; 0: not checked), and the

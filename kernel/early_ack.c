@@ -29,14 +29,42 @@
 /* The PEP -> receiver -> PEP round trip, or a safe guess before a sample. */
 static u32 les_early_rtt_us(const struct les_flow *f, unsigned int r)
 {
-	return f->side[r].rtt_samples ? f->side[r].srtt_us : USEC_PER_SEC;
+	const struct les_rtt *rtt = &f->side[r].rtt;
+
+	return rtt->samples ? rtt->srtt_us : USEC_PER_SEC;
+}
+
+/*
+ * The round trip of @s's copies: from when they leave for the hop, once
+ * some have been timed; the flow's until then.
+ */
+static u32 les_early_hop_rtt_us(const struct les_accel_flow *af, unsigned int s)
+{
+	const struct les_accel_dir *d = &af->dir[s];
+
+	return d->hop_rtt.samples ? d->hop_rtt.srtt_us :
+				    les_early_rtt_us(af->flow, !s);
+}
+
+/*
+ * @h has reached its receiver: if sent once only (RFC 6298 3, Karn), and
+ * later than the others this ACK or SACK covers, it times the round trip.
+ */
+static void les_early_timed(const struct les_held *h, ktime_t *timed)
+{
+	if (h->tx == 1 && ktime_after(h->sent, *timed))
+		*timed = h->sent;
+}
+
+static u64 les_early_rto_of(u64 rtt_us)
+{
+	return max_t(u64, 2 * rtt_us, LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
 }
 
 /* The retransmission timer of copies for receiver @r: twice its RTT. */
 u64 les_early_rto_us(const struct les_flow *f, unsigned int r)
 {
-	return max_t(u64, 2ULL * les_early_rtt_us(f, r),
-		     LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
+	return les_early_rto_of(les_early_rtt_us(f, r));
 }
 
 /* Note the copies' timeout where the replay guard (pace.c) finds it. */
@@ -211,7 +239,7 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 			      struct les_accel_todo *todo)
 {
 	struct les_accel_dir *d = &af->dir[s];
-	s64 rtt = les_early_rtt_us(af->flow, !s);
+	s64 rtt = les_early_hop_rtt_us(af, s);
 	s64 wait = rtt + les_early_reo_us(d, rtt);
 	ktime_t now = ktime_get();
 	bool resent = false;
@@ -258,10 +286,15 @@ static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af
 	const struct les_flow_side *r = &af->flow->side[!s];
 	struct les_accel_dir *d = &af->dir[s];
 	s64 late = ktime_us_delta(now, h->sent);
-	s64 rtt = les_early_rtt_us(af->flow, !s);
+	s64 rtt = les_early_hop_rtt_us(af, s);
+	/*
+	 * The copies' own shortest round trip counts no wait in the hop lane
+	 * nor behind a hole: three quarters of it; the flow's may: half.
+	 */
+	s64 soon = d->hop_rtt.samples ? (s64)d->hop_rtt.min_us * 3 / 4 :
+		   (s64)r->rtt.min_us / 2;
 
-	if (h->tx != 2 || !h->sack_resent || !r->rtt_samples ||
-	    late >= (s64)r->rtt_min_us / 2)
+	if (h->tx != 2 || !h->sack_resent || !r->rtt.samples || late >= soon)
 		return;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_SPURIOUS);
 	d->reo_us = min_t(s64, les_early_reo_us(d, rtt) + 2 * max_t(s64, late, 0),
@@ -300,7 +333,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_flow *f = af->flow;
 	const struct les_tcp_seg *t = &pkt->tcp;
 	u32 ack = t->ack, edge, sacked_high = 0;
-	ktime_t now = ktime_get();
+	ktime_t now = ktime_get(), timed = 0;
 	struct les_held *h, *tmp;
 	bool progress = false, opened, beyond;
 	unsigned int i;
@@ -319,8 +352,10 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		list_for_each_entry_safe(h, tmp, &d->held, node) {
 			if (after(h->end, ack))
 				break;
-			if (!h->sacked)
+			if (!h->sacked) {
 				les_early_spurious(pn, af, s, h, now);
+				les_early_timed(h, &timed);
+			}
 			les_held_free(an, d, h);
 		}
 	} else if (ack == d->rcv_ack && edge == d->rcv_edge && !pkt->payload &&
@@ -373,6 +408,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 				continue;
 			h->sacked = true;
 			les_early_spurious(pn, af, s, h, now);
+			les_early_timed(h, &timed);
 			/* Its receiver has it: no resend to wait for. */
 			if (h->lane)
 				les_hop_guard_del(&pn->accel, h);
@@ -398,6 +434,9 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		     (more >= left && more >= les_side_mss(&f->side[!s]))))
 			les_early_ack_due(pn, af, s);
 	}
+	if (timed && ktime_after(now, timed))
+		les_rtt_sample(&d->hop_rtt,
+			       min_t(s64, ktime_us_delta(now, timed), U32_MAX));
 	if (sacked_high)
 		les_early_recover(pn, af, s, sacked_high, todo);
 	else if (d->dupacks >= 3)
@@ -421,7 +460,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
 {
 	struct les_accel_dir *d = &af->dir[s];
-	s64 rto = les_early_rto_us(af->flow, !s);
+	s64 rto = les_early_rto_of(les_early_hop_rtt_us(af, s));
 	struct les_held *h;
 	bool first = true, all = false;
 

@@ -154,16 +154,6 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	return f;
 }
 
-static void les_flow_rtt_sample(struct les_flow_side *s, u32 us)
-{
-	us = max(us, 1U);
-	/* RFC 6298: SRTT <- 7/8 SRTT + 1/8 R. */
-	s->srtt_us = s->rtt_samples ? s->srtt_us - (s->srtt_us >> 3) + (us >> 3) : us;
-	if (!s->rtt_samples || us < s->rtt_min_us)
-		s->rtt_min_us = us;
-	s->rtt_samples++;
-}
-
 static void les_flow_update(struct les_flow *f, unsigned int from,
 			    const struct les_pep_pkt *pkt)
 {
@@ -228,7 +218,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		s->sack_n = seg->sack_n;
 		memcpy(s->sack, seg->sack, sizeof(s->sack));
 		if (s->probing && !before(seg->ack, s->probe_end)) {
-			les_flow_rtt_sample(s, ktime_us_delta(pkt->seen, s->probe_sent));
+			les_rtt_sample(&s->rtt, ktime_us_delta(pkt->seen, s->probe_sent));
 			s->probing = false;
 		}
 		if (f->state == LES_FLOW_SYN_RECV && from == f->initiator)

@@ -360,6 +360,26 @@ static int les_genl_key_done(struct netlink_callback *cb)
 
 /* ---- The flow table ---- */
 
+/* What the engine does with a side's data; the dump holds the table lock. */
+static int les_genl_put_side_accel(struct sk_buff *skb,
+				   const struct les_accel_dir *d)
+{
+	if (d->early || d->held_bytes) {
+		if (nla_put_u8(skb, LES_SIDE_A_EARLY, d->early) ||
+		    nla_put_u32(skb, LES_SIDE_A_HELD, d->held_bytes) ||
+		    nla_put_u32(skb, LES_SIDE_A_RTO_US, d->rto_us))
+			return -EMSGSIZE;
+		if (d->hop_rtt.samples &&
+		    (nla_put_u32(skb, LES_SIDE_A_HOP_RTT_US, d->hop_rtt.srtt_us) ||
+		     nla_put_u32(skb, LES_SIDE_A_HOP_RTT_MIN_US, d->hop_rtt.min_us) ||
+		     nla_put_u32(skb, LES_SIDE_A_HOP_RTT_SAMPLES, d->hop_rtt.samples)))
+			return -EMSGSIZE;
+	}
+	if (d->over_bytes && nla_put_u32(skb, LES_SIDE_A_OVER, d->over_bytes))
+		return -EMSGSIZE;
+	return 0;
+}
+
 static int les_genl_put_side(struct sk_buff *skb, const struct les_flow *f,
 			     unsigned int i)
 {
@@ -394,10 +414,12 @@ static int les_genl_put_side(struct sk_buff *skb, const struct les_flow *f,
 		if (nla_put(skb, LES_SIDE_A_SACK, 8 * s->sack_n, sack))
 			return -EMSGSIZE;
 	}
-	if (s->rtt_samples &&
-	    (nla_put_u32(skb, LES_SIDE_A_RTT_US, s->srtt_us) ||
-	     nla_put_u32(skb, LES_SIDE_A_RTT_MIN_US, s->rtt_min_us) ||
-	     nla_put_u32(skb, LES_SIDE_A_RTT_SAMPLES, s->rtt_samples)))
+	if (s->rtt.samples &&
+	    (nla_put_u32(skb, LES_SIDE_A_RTT_US, s->rtt.srtt_us) ||
+	     nla_put_u32(skb, LES_SIDE_A_RTT_MIN_US, s->rtt.min_us) ||
+	     nla_put_u32(skb, LES_SIDE_A_RTT_SAMPLES, s->rtt.samples)))
+		return -EMSGSIZE;
+	if (f->accel && les_genl_put_side_accel(skb, &f->accel->dir[i]))
 		return -EMSGSIZE;
 	nla_nest_end(skb, nest);
 	return 0;

@@ -111,7 +111,13 @@ enum les_flow_attr {
 /*
  * One side of a flow: what that endpoint sent, and the round trip time
  * between the PEP and that endpoint (its data's ACKs come from the other
- * side, so a side's RTT is measured on the other side's data).
+ * side, so a side's RTT is measured on the other side's data).  Once the
+ * acceleration engine has taken the flow (docs/accel.md), what it does
+ * with this side's data: on the sender's side, early ACKs and the copies
+ * held until the receiver has them, timed from when they leave for the hop
+ * (HOP_RTT_*: the PEP -> other side -> PEP round trip, without the wait in
+ * the hop lane, or behind a hole, that RTT_* of the other side counts); on
+ * the receiver's side, what is held past the receiver's window.
  */
 enum les_side_attr {
 	LES_SIDE_A_UNSPEC,
@@ -134,6 +140,13 @@ enum les_side_attr {
 	LES_SIDE_A_RTT_MIN_US,	/* u32 */
 	LES_SIDE_A_RTT_SAMPLES,	/* u32 */
 	LES_SIDE_A_PAD,
+	LES_SIDE_A_EARLY,	/* u8: 1 if this PEP ACKs its data early */
+	LES_SIDE_A_HELD,	/* u32: bytes of its data held as copies */
+	LES_SIDE_A_HOP_RTT_US,	/* u32: smoothed, the copies' round trip */
+	LES_SIDE_A_HOP_RTT_MIN_US,	/* u32 */
+	LES_SIDE_A_HOP_RTT_SAMPLES,	/* u32 */
+	LES_SIDE_A_RTO_US,	/* u32: the copies' retransmission timeout */
+	LES_SIDE_A_OVER,	/* u32: bytes held past the receiver's window */
 	__LES_SIDE_A_MAX,
 };
 

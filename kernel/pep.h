@@ -17,6 +17,7 @@
 #include "les_wire.h"
 #include "les_genl.h"
 #include "accel.h"
+#include "rtt.h"
 
 /* Defaults of the per-namespace settings (lesctl pep set). */
 #define LES_PEP_MARK_DEFAULT		0x4c455350	/* "LESP" */
@@ -70,7 +71,7 @@ struct les_flow_side {
 	bool probing;
 	u32 probe_end;
 	ktime_t probe_sent;
-	u32 srtt_us, rtt_min_us, rtt_samples;
+	struct les_rtt rtt;
 };
 
 /* The shift of a side's window field (RFC 7323 2.3: at most 14). */

@@ -230,7 +230,7 @@ static void les_rcv_update_timer(struct les_pep_net *pn,
 	    !after(les_side_edge(&af->flow->side[!s]), d->hop_end))
 		return;
 	wait = max_t(s64, wait,
-		     2LL * (snd->rtt_samples ? snd->srtt_us : USEC_PER_SEC));
+		     2LL * (snd->rtt.samples ? snd->rtt.srtt_us : USEC_PER_SEC));
 	wait <<= d->update_probes;
 	if (ktime_us_delta(now, d->update_since) < wait)
 		return;
@@ -259,8 +259,8 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		les_rcv_update_timer(pn, af, s, now);
 		return;
 	}
-	if (rcv->rtt_samples)
-		wait = max_t(s64, wait, 2LL * rcv->srtt_us);
+	if (rcv->rtt.samples)
+		wait = max_t(s64, wait, 2LL * rcv->rtt.srtt_us);
 	wait <<= min_t(u8, d->probes, LES_RCV_PROBE_BACKOFF_MAX);
 	if (ktime_us_delta(now, d->over_moved) < wait)
 		return;

@@ -128,7 +128,7 @@ each_kind='^(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 esn|t
 # does; short replay window takes only the engine's start; lost window
 # update's probe paths run in its peer-buffer 0 variant (the full one runs
 # on the debug kernel).
-each_path='^(accel on late|key gone|keys deleted|many flows|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants)$'
+each_path='^(accel on late|round trips|key gone|keys deleted|many flows|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts
 	vmlog=$out/vm-$k.txt

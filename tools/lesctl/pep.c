@@ -605,6 +605,12 @@ static void print_side(const struct nlattr *nest, const char *role, int first)
 		[LES_SIDE_A_RTT_US] = { "rtt_us", "rtt-us" },
 		[LES_SIDE_A_RTT_MIN_US] = { "rtt_min_us", "rtt-min-us" },
 		[LES_SIDE_A_RTT_SAMPLES] = { "rtt_samples", "rtt-samples" },
+		[LES_SIDE_A_HELD] = { "held", "held" },
+		[LES_SIDE_A_HOP_RTT_US] = { "hop_rtt_us", "hop-rtt-us" },
+		[LES_SIDE_A_HOP_RTT_MIN_US] = { "hop_rtt_min_us", "hop-rtt-min-us" },
+		[LES_SIDE_A_HOP_RTT_SAMPLES] = { "hop_rtt_samples", "hop-rtt-samples" },
+		[LES_SIDE_A_RTO_US] = { "rto_us", "rto-us" },
+		[LES_SIDE_A_OVER] = { "over", "over" },
 	};
 	char addr[INET6_ADDRSTRLEN];
 	struct attrs t;
@@ -623,6 +629,15 @@ static void print_side(const struct nlattr *nest, const char *role, int first)
 		       get_uint(t.tb[LES_SIDE_A_PORT]),
 		       get_uint(t.tb[LES_SIDE_A_SPI]));
 	for (i = 0; i < sizeof(uint_names) / sizeof(uint_names[0]); i++) {
+		if (i == LES_SIDE_A_EARLY && t.tb[i]) {
+			/* Its data ACKed early by this PEP: a flag. */
+			if (json)
+				fprintf(outf, ",\"early\":%s",
+					get_uint(t.tb[i]) ? "true" : "false");
+			else if (get_uint(t.tb[i]))
+				fprintf(outf, " early");
+			continue;
+		}
 		if (!uint_names[i][0] || !t.tb[i])
 			continue;
 		if (json)

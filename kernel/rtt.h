@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * A round trip as the PEP times it (RFC 6298 2): the observer's, from a
+ * segment it saw to the ACK that covers it (flow.c), and the engine's, from
+ * a copy leaving for the hop to the receiver's word of it (early_ack.c).
+ * Karn's rule is the caller's: only what went once is timed.
+ */
+#ifndef LES_RTT_H
+#define LES_RTT_H
+
+#include <linux/minmax.h>
+#include <linux/types.h>
+
+struct les_rtt {
+	u32 srtt_us, min_us, samples;
+};
+
+static inline void les_rtt_sample(struct les_rtt *r, u32 us)
+{
+	us = max(us, 1U);
+	/* SRTT <- 7/8 SRTT + 1/8 R */
+	r->srtt_us = r->samples ? r->srtt_us - (r->srtt_us >> 3) + (us >> 3) : us;
+	if (!r->samples || us < r->min_us)
+		r->min_us = us;
+	r->samples++;
+}
+
+#endif /* LES_RTT_H */
