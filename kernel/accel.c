@@ -22,8 +22,9 @@
 #include "les.h"
 #include "pep.h"
 
-void les_accel_todo_init(struct les_accel_todo *todo)
+void les_accel_todo_init(struct les_accel_todo *todo, struct les_pacer *pacer)
 {
+	todo->pacer = pacer;
 	__skb_queue_head_init(&todo->release);
 	__skb_queue_head_init(&todo->pace);
 	__skb_queue_head_init(&todo->drop);
@@ -184,7 +185,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
 	d->replay_window = les_accel_replay_window(view);
-	les_early_rto_set(d, les_early_rto_us(f, !s));
+	les_early_rto_set(d, les_early_copies_rto_us(af, s));
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);
 	if (d->late)
 		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);
@@ -443,7 +444,7 @@ static void les_accel_tick(struct work_struct *work)
 	bool more;
 
 	les_accel_orphans(pn);
-	les_accel_todo_init(&todo);
+	les_accel_todo_init(&todo, &an->pacer);
 	spin_lock_bh(&pn->flows.lock);
 	les_drain_tick(pn, now);
 	list_for_each_entry(af, &an->flows, node) {

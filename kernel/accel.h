@@ -36,8 +36,9 @@ struct les_sa;
 #define LES_ACCEL_RATE_MAX		(100U * 1000 * 1000)	/* kbit/s */
 /* The pacer sends at this share of the hop's rate (link framing, drift). */
 #define LES_ACCEL_PACE_PERMILLE		970
-/* Retransmission timer: at least this, and twice the hop's RTT. */
+/* Retransmission timer: twice the hop's RTT, within these. */
 #define LES_ACCEL_RTO_MIN_MS		200
+#define LES_ACCEL_RTO_MAX_MS		60000
 #define LES_ACCEL_TICK_MS		10
 /* Packets of an SA the LAN may reorder, on top of the hop's (accel.c). */
 #define LES_ACCEL_REORDER_SLACK		128
@@ -97,7 +98,13 @@ struct les_held {
 	struct sk_buff *skb;	/* as received; sent as clones */
 	u32 seq, end;		/* the TCP data it carries */
 	u32 tsval;		/* its sender's TSval */
-	ktime_t sent;		/* last time onto the hop, 0: not yet */
+	/*
+	 * When it last leaves for the hop, as the pacer's queue lets it (a
+	 * little ahead of now), 0: not yet.  @beyond_window: then past the
+	 * receiver's window, for the far PEP to hold (its ACK untimed).
+	 */
+	ktime_t sent;
+	bool beyond_window;
 	u8 tx;			/* times sent */
 	u8 timeouts;		/* of which the timer's: its backoff */
 	bool sacked;
@@ -213,6 +220,7 @@ struct les_accel_todo {
 	struct sk_buff_head pace;	/* onto the hop, paced */
 	struct sk_buff_head drop;	/* absorbed */
 	unsigned int pace_bytes;
+	struct les_pacer *pacer;	/* where @pace goes */
 };
 
 /*
@@ -292,7 +300,7 @@ struct les_accel_net {
 /* accel.c: from the opener */
 void les_accel_net_init(struct les_pep_net *pn);
 void les_accel_net_exit(struct les_pep_net *pn);
-void les_accel_todo_init(struct les_accel_todo *todo);
+void les_accel_todo_init(struct les_accel_todo *todo, struct les_pacer *pacer);
 void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		      unsigned int from, const struct les_pep_pkt *pkt,
 		      struct sk_buff *skb, struct xfrm_state *view, bool to_hop,
@@ -321,6 +329,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo);
 u32 les_early_send_limit(struct les_pep_net *pn, const struct les_accel_dir *d);
 u64 les_early_rto_us(const struct les_flow *f, unsigned int r);
+u64 les_early_copies_rto_us(const struct les_accel_flow *af, unsigned int s);
 void les_early_rto_set(struct les_accel_dir *d, u64 rto_us);
 
 /* hold.c: the held-packet store */
@@ -370,6 +379,7 @@ void les_pacer_init(struct les_pacer *p, struct net *net);
 void les_pacer_set_rate(struct les_pacer *p, u32 kbit);
 void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list);
 void les_pacer_stop(struct les_pacer *p);
+u64 les_pacer_wait_ns(const struct les_accel_todo *todo);
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo);
 void les_hop_init(struct les_accel_net *an);
 void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,

@@ -47,24 +47,34 @@ static u32 les_early_hop_rtt_us(const struct les_accel_flow *af, unsigned int s)
 }
 
 /*
- * @h has reached its receiver: if sent once only (RFC 6298 3, Karn), and
- * later than the others this ACK or SACK covers, it times the round trip.
+ * @h has reached its receiver: if sent once only (RFC 6298 3, Karn), not
+ * for the far PEP to hold past the window (its wait there is the reader's),
+ * and later than the others this ACK or SACK covers, it times the round
+ * trip.
  */
 static void les_early_timed(const struct les_held *h, ktime_t *timed)
 {
-	if (h->tx == 1 && ktime_after(h->sent, *timed))
+	if (h->tx == 1 && !h->beyond_window && ktime_after(h->sent, *timed))
 		*timed = h->sent;
 }
 
+/* Twice the round trip, within RFC 6298 2.4 and 2.5's bounds (ours). */
 static u64 les_early_rto_of(u64 rtt_us)
 {
-	return max_t(u64, 2 * rtt_us, LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC);
+	return clamp_t(u64, 2 * rtt_us, LES_ACCEL_RTO_MIN_MS * USEC_PER_MSEC,
+		       LES_ACCEL_RTO_MAX_MS * USEC_PER_MSEC);
 }
 
 /* The retransmission timer of copies for receiver @r: twice its RTT. */
 u64 les_early_rto_us(const struct les_flow *f, unsigned int r)
 {
 	return les_early_rto_of(les_early_rtt_us(f, r));
+}
+
+/* The same for @s's copies, once they have timed the hop. */
+u64 les_early_copies_rto_us(const struct les_accel_flow *af, unsigned int s)
+{
+	return les_early_rto_of(les_early_hop_rtt_us(af, s));
 }
 
 /* Note the copies' timeout where the replay guard (pace.c) finds it. */
@@ -270,14 +280,14 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 
 /*
  * The receiver has @h, resent once, by SACK recovery: if it says so sooner
- * after the resend than half its shortest round trip, it had the first
- * copy (its xfrm dropped the resend as a replay, so no D-SACK tells us;
- * RFC 8985 6.2 widens its window on those).  Seen when a burst the far PEP
- * held past the window, released at once, reaches the receiver behind
- * what came unheld meanwhile (docs/accel.md 3).  Half, not more: the
- * shortest round trip the flow saw may count a wait in the hop lane
- * (flow.c times it from when data reaches us).  The reordering window
- * then grows by twice what it lacked.
+ * after the resend than the hop allows (three quarters of the copies'
+ * shortest round trip), it had the first copy (its xfrm dropped the resend
+ * as a replay, so no D-SACK tells us; RFC 8985 6.2 widens its window on
+ * those).  Seen when a burst the far PEP held past the window, released at
+ * once, reaches the receiver behind what came unheld meanwhile
+ * (docs/accel.md 3).  Before a copy is timed, half the flow's shortest:
+ * it may count a wait in the hop lane (flow.c times it from when data
+ * reaches us).  The reordering window then grows by twice what it lacked.
  */
 static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af,
 			       unsigned int s, const struct les_held *h,
@@ -287,14 +297,11 @@ static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af
 	struct les_accel_dir *d = &af->dir[s];
 	s64 late = ktime_us_delta(now, h->sent);
 	s64 rtt = les_early_hop_rtt_us(af, s);
-	/*
-	 * The copies' own shortest round trip counts no wait in the hop lane
-	 * nor behind a hole: three quarters of it; the flow's may: half.
-	 */
 	s64 soon = d->hop_rtt.samples ? (s64)d->hop_rtt.min_us * 3 / 4 :
 		   (s64)r->rtt.min_us / 2;
 
-	if (h->tx != 2 || !h->sack_resent || !r->rtt.samples || late >= soon)
+	if (h->tx != 2 || !h->sack_resent ||
+	    !(d->hop_rtt.samples || r->rtt.samples) || late >= soon)
 		return;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_SPURIOUS);
 	d->reo_us = min_t(s64, les_early_reo_us(d, rtt) + 2 * max_t(s64, late, 0),
@@ -333,9 +340,9 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_flow *f = af->flow;
 	const struct les_tcp_seg *t = &pkt->tcp;
 	u32 ack = t->ack, edge, sacked_high = 0;
-	ktime_t now = ktime_get(), timed = 0;
+	ktime_t now = ktime_get(), timed = 0, timed_sack = 0;
 	struct les_held *h, *tmp;
-	bool progress = false, opened, beyond;
+	bool progress = false, opened, beyond, filled = false;
 	unsigned int i;
 
 	if (!(t->flags & LES_TCP_ACK))
@@ -355,9 +362,16 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 			if (!h->sacked) {
 				les_early_spurious(pn, af, s, h, now);
 				les_early_timed(h, &timed);
+				filled |= h->tx > 1;
 			}
 			les_held_free(an, d, h);
 		}
+		/*
+		 * One that fills a hole times the hole's recovery too (Karn):
+		 * what it covers past the resend arrived long before.
+		 */
+		if (filled)
+			timed = 0;
 	} else if (ack == d->rcv_ack && edge == d->rcv_edge && !pkt->payload &&
 		   !list_empty(&d->held)) {
 		/* A window update is no dup-ACK (RFC 5681). */
@@ -408,7 +422,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 				continue;
 			h->sacked = true;
 			les_early_spurious(pn, af, s, h, now);
-			les_early_timed(h, &timed);
+			les_early_timed(h, &timed_sack);
 			/* Its receiver has it: no resend to wait for. */
 			if (h->lane)
 				les_hop_guard_del(&pn->accel, h);
@@ -434,9 +448,10 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		     (more >= left && more >= les_side_mss(&f->side[!s]))))
 			les_early_ack_due(pn, af, s);
 	}
+	if (ktime_after(timed_sack, timed))
+		timed = timed_sack;
 	if (timed && ktime_after(now, timed))
-		les_rtt_sample(&d->hop_rtt,
-			       min_t(s64, ktime_us_delta(now, timed), U32_MAX));
+		les_rtt_sample(&d->hop_rtt, ktime_us_delta(now, timed));
 	if (sacked_high)
 		les_early_recover(pn, af, s, sacked_high, todo);
 	else if (d->dupacks >= 3)
@@ -454,13 +469,19 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
  * the pacer has room, the rest through its SA's hop lane: the receiver may
  * have had that copy all along, and its xfrm drops one it had as a
  * replay, answering nothing that would tell us where its hole is (its own
- * ACKs of the last round trip lost on the hop: docs/accel.md 3).
+ * ACKs of the last round trip lost on the hop: docs/accel.md 3).  Not
+ * those sent past its window that the window has not reached as we last
+ * heard it: only an accelerating far PEP is sent any (peer-buffer), and
+ * it holds them for a reader that keeps its window shut, probes it, and
+ * once the window is open and data stops, probes it again and sends its
+ * answer on (receiver.c); the receiver's SACKs then show any the hop lost.
+ * (Every round resent all the far PEP held, up to 2 MB, dropped there.)
  */
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
 {
 	struct les_accel_dir *d = &af->dir[s];
-	s64 rto = les_early_rto_of(les_early_hop_rtt_us(af, s));
+	s64 rto = les_early_copies_rto_us(af, s);
 	struct les_held *h;
 	bool first = true, all = false;
 
@@ -480,7 +501,8 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			first = false;
 			all = d->rto_unanswered;
 			d->rto_unanswered = true;
-		} else if (!all || after(h->end, les_early_send_limit(pn, d))) {
+		} else if (!all || after(h->end, les_early_send_limit(pn, d)) ||
+			   (h->beyond_window && after(h->end, d->rcv_edge))) {
 			break;
 		} else if (ktime_us_delta(now, h->sent) < rto) {
 			continue;

@@ -8,6 +8,7 @@
 #include <linux/rhashtable.h>
 #include <linux/timekeeping.h>
 #include <net/netlink.h>
+#include <net/tcp.h>
 #include <net/xfrm.h>
 
 #include "les.h"
@@ -365,7 +366,12 @@ static int les_genl_put_side_accel(struct sk_buff *skb,
 				   const struct les_accel_dir *d)
 {
 	if (d->early || d->held_bytes) {
+		/* What a crash of this PEP would cost (early_ack.c). */
+		u32 lead = after(d->ack_point, d->rcv_ack) ?
+			   d->ack_point - d->rcv_ack : 0;
+
 		if (nla_put_u8(skb, LES_SIDE_A_EARLY, d->early) ||
+		    nla_put_u32(skb, LES_SIDE_A_LEAD, lead) ||
 		    nla_put_u32(skb, LES_SIDE_A_HELD, d->held_bytes) ||
 		    nla_put_u32(skb, LES_SIDE_A_RTO_US, d->rto_us))
 			return -EMSGSIZE;

@@ -12,6 +12,7 @@
  * window (receiver.c).  All of it under the flow table's lock.
  */
 #include <linux/slab.h>
+#include <net/tcp.h>
 
 #include "les.h"
 #include "pep.h"
@@ -105,7 +106,8 @@ bool les_held_send(struct les_held *h, struct les_accel_todo *todo)
 
 	if (!clone)
 		return false;
-	h->sent = ktime_get();
+	h->sent = ktime_add_ns(ktime_get(), les_pacer_wait_ns(todo));
+	h->beyond_window = h->dir && after(h->end, h->dir->rcv_edge);
 	h->sack_resent = false;
 	if (h->tx < U8_MAX)
 		h->tx++;

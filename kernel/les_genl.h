@@ -113,11 +113,12 @@ enum les_flow_attr {
  * between the PEP and that endpoint (its data's ACKs come from the other
  * side, so a side's RTT is measured on the other side's data).  Once the
  * acceleration engine has taken the flow (docs/accel.md), what it does
- * with this side's data: on the sender's side, early ACKs and the copies
- * held until the receiver has them, timed from when they leave for the hop
- * (HOP_RTT_*: the PEP -> other side -> PEP round trip, without the wait in
- * the hop lane, or behind a hole, that RTT_* of the other side counts); on
- * the receiver's side, what is held past the receiver's window.
+ * with this side's data, whichever side of the hop the PEP is on: as the
+ * sender's PEP, early ACKs, the lead, and the copies held until the other
+ * side has them, timed from when they leave for the hop (HOP_RTT_*: the
+ * PEP -> other side -> PEP round trip, without the wait in the hop lane,
+ * or behind a hole, that RTT_* of the other side counts); as the
+ * receiver's PEP, what of it is held past the other side's window (OVER).
  */
 enum les_side_attr {
 	LES_SIDE_A_UNSPEC,
@@ -147,6 +148,7 @@ enum les_side_attr {
 	LES_SIDE_A_HOP_RTT_SAMPLES,	/* u32 */
 	LES_SIDE_A_RTO_US,	/* u32: the copies' retransmission timeout */
 	LES_SIDE_A_OVER,	/* u32: bytes held past the receiver's window */
+	LES_SIDE_A_LEAD,	/* u32: ACKed early, not yet by the receiver */
 	__LES_SIDE_A_MAX,
 };
 

@@ -134,6 +134,20 @@ void les_pacer_set_rate(struct les_pacer *p, u32 kbit)
 }
 
 /* May more go into the queue (with what @todo adds)? */
+/*
+ * How long what the pacer and @todo hold takes to leave: what is queued
+ * now leaves then (the copies' round trip starts there: early_ack.c).
+ */
+u64 les_pacer_wait_ns(const struct les_accel_todo *todo)
+{
+	struct les_pacer *p = todo->pacer;
+	u32 rate = READ_ONCE(p->rate);
+
+	if (!rate)
+		return 0;
+	return les_pacer_ns(READ_ONCE(p->bytes) + todo->pace_bytes, rate);
+}
+
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo)
 {
 	u64 rate = READ_ONCE(p->rate), max;

@@ -328,7 +328,7 @@ static void les_pep_opener(struct work_struct *work)
 	unsigned int req_size = 0;
 	LIST_HEAD(batch);
 
-	les_accel_todo_init(&todo);
+	les_accel_todo_init(&todo, &pn->accel.pacer);
 	spin_lock_bh(&pn->backlog_lock);
 	list_splice_init(&pn->backlog, &batch);
 	WRITE_ONCE(pn->backlog_len, 0);

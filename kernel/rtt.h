@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * A round trip as the PEP times it (RFC 6298 2): the observer's, from a
- * segment it saw to the ACK that covers it (flow.c), and the engine's, from
- * a copy leaving for the hop to the receiver's word of it (early_ack.c).
- * Karn's rule is the caller's: only what went once is timed.
+ * A round trip as the PEP times it, smoothed with RFC 6298 2's gain of an
+ * eighth (no variance: the copies' timeout is twice it, early_ack.c): the
+ * observer's, from a segment it saw to the ACK that covers it (flow.c), and
+ * the engine's, from a copy leaving for the hop to the receiver's word of
+ * it (early_ack.c).  Karn's rule is the caller's: only what went once is
+ * timed.
  */
 #ifndef LES_RTT_H
 #define LES_RTT_H
 
+#include <linux/limits.h>
 #include <linux/minmax.h>
 #include <linux/types.h>
 
@@ -15,9 +18,10 @@ struct les_rtt {
 	u32 srtt_us, min_us, samples;
 };
 
-static inline void les_rtt_sample(struct les_rtt *r, u32 us)
+static inline void les_rtt_sample(struct les_rtt *r, s64 sample_us)
 {
-	us = max(us, 1U);
+	u32 us = clamp_t(s64, sample_us, 1, U32_MAX);
+
 	/* SRTT <- 7/8 SRTT + 1/8 R */
 	r->srtt_us = r->samples ? r->srtt_us - (r->srtt_us >> 3) + (us >> 3) : us;
 	if (!r->samples || us < r->min_us)

@@ -591,26 +591,29 @@ static const char *const flow_states[] = {
 
 static void print_side(const struct nlattr *nest, const char *role, int first)
 {
-	static const char *const uint_names[][2] = {
-		[LES_SIDE_A_ISN] = { "isn", "isn" },
-		[LES_SIDE_A_SEQ] = { "seq", "seq" },
-		[LES_SIDE_A_NEXT] = { "next", "next" },
-		[LES_SIDE_A_ACK] = { "ack", "ack" },
-		[LES_SIDE_A_WIN] = { "win", "win" },
-		[LES_SIDE_A_WSCALE] = { "wscale", "wscale" },
-		[LES_SIDE_A_MSS] = { "mss", "mss" },
-		[LES_SIDE_A_PACKETS] = { "packets", "packets" },
-		[LES_SIDE_A_BYTES] = { "bytes", "bytes" },
-		[LES_SIDE_A_RETRANS] = { "retrans", "retrans" },
-		[LES_SIDE_A_RTT_US] = { "rtt_us", "rtt-us" },
-		[LES_SIDE_A_RTT_MIN_US] = { "rtt_min_us", "rtt-min-us" },
-		[LES_SIDE_A_RTT_SAMPLES] = { "rtt_samples", "rtt-samples" },
-		[LES_SIDE_A_HELD] = { "held", "held" },
-		[LES_SIDE_A_HOP_RTT_US] = { "hop_rtt_us", "hop-rtt-us" },
-		[LES_SIDE_A_HOP_RTT_MIN_US] = { "hop_rtt_min_us", "hop-rtt-min-us" },
-		[LES_SIDE_A_HOP_RTT_SAMPLES] = { "hop_rtt_samples", "hop-rtt-samples" },
-		[LES_SIDE_A_RTO_US] = { "rto_us", "rto-us" },
-		[LES_SIDE_A_OVER] = { "over", "over" },
+	/* In this order; "early" is a flag (its data ACKed early here). */
+	static const struct { int attr; const char *json, *word; } uints[] = {
+		{ LES_SIDE_A_ISN, "isn", "isn" },
+		{ LES_SIDE_A_SEQ, "seq", "seq" },
+		{ LES_SIDE_A_NEXT, "next", "next" },
+		{ LES_SIDE_A_ACK, "ack", "ack" },
+		{ LES_SIDE_A_WIN, "win", "win" },
+		{ LES_SIDE_A_WSCALE, "wscale", "wscale" },
+		{ LES_SIDE_A_MSS, "mss", "mss" },
+		{ LES_SIDE_A_PACKETS, "packets", "packets" },
+		{ LES_SIDE_A_BYTES, "bytes", "bytes" },
+		{ LES_SIDE_A_RETRANS, "retrans", "retrans" },
+		{ LES_SIDE_A_RTT_US, "rtt_us", "rtt-us" },
+		{ LES_SIDE_A_RTT_MIN_US, "rtt_min_us", "rtt-min-us" },
+		{ LES_SIDE_A_RTT_SAMPLES, "rtt_samples", "rtt-samples" },
+		{ LES_SIDE_A_EARLY, "early", "early" },
+		{ LES_SIDE_A_LEAD, "lead", "lead" },
+		{ LES_SIDE_A_HELD, "held", "held" },
+		{ LES_SIDE_A_HOP_RTT_US, "hop_rtt_us", "hop-rtt-us" },
+		{ LES_SIDE_A_HOP_RTT_MIN_US, "hop_rtt_min_us", "hop-rtt-min-us" },
+		{ LES_SIDE_A_HOP_RTT_SAMPLES, "hop_rtt_samples", "hop-rtt-samples" },
+		{ LES_SIDE_A_RTO_US, "rto_us", "rto-us" },
+		{ LES_SIDE_A_OVER, "over", "over" },
 	};
 	char addr[INET6_ADDRSTRLEN];
 	struct attrs t;
@@ -628,22 +631,21 @@ static void print_side(const struct nlattr *nest, const char *role, int first)
 		fprintf(outf, "    %s %s port %llu spi 0x%08llx", role, addr,
 		       get_uint(t.tb[LES_SIDE_A_PORT]),
 		       get_uint(t.tb[LES_SIDE_A_SPI]));
-	for (i = 0; i < sizeof(uint_names) / sizeof(uint_names[0]); i++) {
-		if (i == LES_SIDE_A_EARLY && t.tb[i]) {
-			/* Its data ACKed early by this PEP: a flag. */
+	for (i = 0; i < sizeof(uints) / sizeof(uints[0]); i++) {
+		const struct nlattr *a = t.tb[uints[i].attr];
+
+		if (!a)
+			continue;
+		if (uints[i].attr == LES_SIDE_A_EARLY) {
 			if (json)
-				fprintf(outf, ",\"early\":%s",
-					get_uint(t.tb[i]) ? "true" : "false");
-			else if (get_uint(t.tb[i]))
+				fprintf(outf, ",\"early\":%s", get_uint(a) ? "true" : "false");
+			else if (get_uint(a))
 				fprintf(outf, " early");
-			continue;
+		} else if (json) {
+			fprintf(outf, ",\"%s\":%llu", uints[i].json, get_uint(a));
+		} else {
+			fprintf(outf, " %s %llu", uints[i].word, get_uint(a));
 		}
-		if (!uint_names[i][0] || !t.tb[i])
-			continue;
-		if (json)
-			fprintf(outf, ",\"%s\":%llu", uint_names[i][0], get_uint(t.tb[i]));
-		else
-			fprintf(outf, " %s %llu", uint_names[i][1], get_uint(t.tb[i]));
 	}
 	if (t.tb[LES_SIDE_A_SACK]) {
 		const uint32_t *e = mnl_attr_get_payload(t.tb[LES_SIDE_A_SACK]);
