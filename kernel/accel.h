@@ -39,6 +39,11 @@ struct les_sa;
 /* Retransmission timer: twice the hop's RTT, within these. */
 #define LES_ACCEL_RTO_MIN_MS		200
 #define LES_ACCEL_RTO_MAX_MS		60000
+/*
+ * The timer's rounds that leave what the far PEP holds past a window to it
+ * (early_ack.c): the oldest copy's timeouts before they resend it too.
+ */
+#define LES_ACCEL_FAR_HOLD_ROUNDS	3
 #define LES_ACCEL_TICK_MS		10
 /* Packets of an SA the LAN may reorder, on top of the hop's (accel.c). */
 #define LES_ACCEL_REORDER_SLACK		128

@@ -450,7 +450,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	}
 	if (ktime_after(timed_sack, timed))
 		timed = timed_sack;
-	if (timed && ktime_after(now, timed))
+	if (timed)
 		les_rtt_sample(&d->hop_rtt, ktime_us_delta(now, timed));
 	if (sacked_high)
 		les_early_recover(pn, af, s, sacked_high, todo);
@@ -469,13 +469,16 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
  * the pacer has room, the rest through its SA's hop lane: the receiver may
  * have had that copy all along, and its xfrm drops one it had as a
  * replay, answering nothing that would tell us where its hole is (its own
- * ACKs of the last round trip lost on the hop: docs/accel.md 3).  Not
- * those sent past its window that the window has not reached as we last
- * heard it: only an accelerating far PEP is sent any (peer-buffer), and
- * it holds them for a reader that keeps its window shut, probes it, and
- * once the window is open and data stops, probes it again and sends its
- * answer on (receiver.c); the receiver's SACKs then show any the hop lost.
- * (Every round resent all the far PEP held, up to 2 MB, dropped there.)
+ * ACKs of the last round trip lost on the hop: docs/accel.md 3).  For
+ * the first LES_ACCEL_FAR_HOLD_ROUNDS rounds, and while the flow is ACKed
+ * early (not draining), not those sent past its window that the window
+ * has not reached as we last heard it: only an accelerating far PEP is
+ * sent any (peer-buffer), and it holds them for a reader that keeps its
+ * window shut, probes it, and once the window is open and data stops,
+ * probes it again and sends its answer on (receiver.c); the receiver's
+ * SACKs then show any the hop lost.  Every round resent all the far PEP
+ * held, up to 2 MB, dropped there; later rounds still do, should that PEP
+ * have lost its keys or stopped accelerating.
  */
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
@@ -483,7 +486,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_accel_dir *d = &af->dir[s];
 	s64 rto = les_early_copies_rto_us(af, s);
 	struct les_held *h;
-	bool first = true, all = false;
+	bool first = true, all = false, far_holds = false;
 
 	les_early_rto_set(d, rto);
 	list_for_each_entry(h, &d->held, node) {
@@ -496,13 +499,18 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			 * goes (the tail, or a window-limited flow), waits one
 			 * timeout, not two (RFC 6298 5.5 doubles on expiry).
 			 */
-			if (ktime_us_delta(now, h->sent) < rto << min_t(u8, h->timeouts, 5))
+			if (ktime_us_delta(now, h->sent) <
+			    min_t(s64, rto << min_t(u8, h->timeouts, 5),
+				  LES_ACCEL_RTO_MAX_MS * USEC_PER_MSEC))
 				return;
 			first = false;
 			all = d->rto_unanswered;
 			d->rto_unanswered = true;
+			far_holds = d->early &&
+				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
 		} else if (!all || after(h->end, les_early_send_limit(pn, d)) ||
-			   (h->beyond_window && after(h->end, d->rcv_edge))) {
+			   (far_holds && h->beyond_window &&
+			    after(h->end, d->rcv_edge))) {
 			break;
 		} else if (ktime_us_delta(now, h->sent) < rto) {
 			continue;

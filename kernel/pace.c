@@ -133,7 +133,6 @@ void les_pacer_set_rate(struct les_pacer *p, u32 kbit)
 	spin_unlock_bh(&p->lock);
 }
 
-/* May more go into the queue (with what @todo adds)? */
 /*
  * How long what the pacer and @todo hold takes to leave: what is queued
  * now leaves then (the copies' round trip starts there: early_ack.c).
@@ -147,6 +146,8 @@ u64 les_pacer_wait_ns(const struct les_accel_todo *todo)
 		return 0;
 	return les_pacer_ns(READ_ONCE(p->bytes) + todo->pace_bytes, rate);
 }
+
+/* May more go into the queue (with what @todo adds)? */
 
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo)
 {

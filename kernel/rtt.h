@@ -20,8 +20,11 @@ struct les_rtt {
 
 static inline void les_rtt_sample(struct les_rtt *r, s64 sample_us)
 {
-	u32 us = clamp_t(s64, sample_us, 1, U32_MAX);
+	u32 us = min_t(s64, sample_us, U32_MAX);
 
+	/* A clock that went back, or an ACK of the same instant: no sample. */
+	if (sample_us <= 0)
+		return;
 	/* SRTT <- 7/8 SRTT + 1/8 R */
 	r->srtt_us = r->samples ? r->srtt_us - (r->srtt_us >> 3) + (us >> 3) : us;
 	if (!r->samples || us < r->min_us)
