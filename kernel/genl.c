@@ -361,6 +361,18 @@ static int les_genl_key_done(struct netlink_callback *cb)
 
 /* ---- The flow table ---- */
 
+/* A round trip, once timed: smoothed, shortest, samples. */
+static int les_genl_put_rtt(struct sk_buff *skb, const struct les_rtt *r,
+			    int srtt, int min, int samples)
+{
+	if (r->samples &&
+	    (nla_put_u32(skb, srtt, r->srtt_us) ||
+	     nla_put_u32(skb, min, r->min_us) ||
+	     nla_put_u32(skb, samples, r->samples)))
+		return -EMSGSIZE;
+	return 0;
+}
+
 /* What the engine does with a side's data; the dump holds the table lock. */
 static int les_genl_put_side_accel(struct sk_buff *skb,
 				   const struct les_accel_dir *d)
@@ -373,12 +385,10 @@ static int les_genl_put_side_accel(struct sk_buff *skb,
 		if (nla_put_u8(skb, LES_SIDE_A_EARLY, d->early) ||
 		    nla_put_u32(skb, LES_SIDE_A_LEAD, lead) ||
 		    nla_put_u32(skb, LES_SIDE_A_HELD, d->held_bytes) ||
-		    nla_put_u32(skb, LES_SIDE_A_RTO_US, d->rto_us))
-			return -EMSGSIZE;
-		if (d->hop_rtt.samples &&
-		    (nla_put_u32(skb, LES_SIDE_A_HOP_RTT_US, d->hop_rtt.srtt_us) ||
-		     nla_put_u32(skb, LES_SIDE_A_HOP_RTT_MIN_US, d->hop_rtt.min_us) ||
-		     nla_put_u32(skb, LES_SIDE_A_HOP_RTT_SAMPLES, d->hop_rtt.samples)))
+		    nla_put_u32(skb, LES_SIDE_A_RTO_US, d->rto_us) ||
+		    les_genl_put_rtt(skb, &d->hop_rtt, LES_SIDE_A_HOP_RTT_US,
+				     LES_SIDE_A_HOP_RTT_MIN_US,
+				     LES_SIDE_A_HOP_RTT_SAMPLES))
 			return -EMSGSIZE;
 	}
 	if (d->over_bytes && nla_put_u32(skb, LES_SIDE_A_OVER, d->over_bytes))
@@ -420,10 +430,8 @@ static int les_genl_put_side(struct sk_buff *skb, const struct les_flow *f,
 		if (nla_put(skb, LES_SIDE_A_SACK, 8 * s->sack_n, sack))
 			return -EMSGSIZE;
 	}
-	if (s->rtt.samples &&
-	    (nla_put_u32(skb, LES_SIDE_A_RTT_US, s->rtt.srtt_us) ||
-	     nla_put_u32(skb, LES_SIDE_A_RTT_MIN_US, s->rtt.min_us) ||
-	     nla_put_u32(skb, LES_SIDE_A_RTT_SAMPLES, s->rtt.samples)))
+	if (les_genl_put_rtt(skb, &s->rtt, LES_SIDE_A_RTT_US,
+			     LES_SIDE_A_RTT_MIN_US, LES_SIDE_A_RTT_SAMPLES))
 		return -EMSGSIZE;
 	if (f->accel && les_genl_put_side_accel(skb, &f->accel->dir[i]))
 		return -EMSGSIZE;
