@@ -39,7 +39,10 @@ checked by hash: whatever happens to the engine, no byte is lost.
   window closed, the remote PEP holds what the hop brought) reads again
   while its ESP packets are dropped, then says nothing more; the remote
   PEP's probe brings its window, and the rest arrives; without a peer
-  buffer (nothing held past the window) too, the updates lost on the hop."""
+  buffer (nothing held past the window) too, the updates lost on the hop;
+* the hub's peer buffer lowered while the remote PEP holds a paused
+  reader's data past its window, and in the middle of a download: nothing
+  is lost."""
 import hashlib
 import json
 import os
@@ -725,6 +728,77 @@ def two_tunnels(T, prof, sums):
          "the paused reader's 10 MB arrive intact once it reads again", reader)
 
 
+def peer_buffer_lowered(T, prof, sums):
+    """The operator lowers the hub's peer buffer to 0 while the remote PEP
+    holds a paused reader's data past its window.  What the hub has for
+    that reader then waits at the head of its SA's hop lane for the window
+    alone (docs/accel.md 5), and a fetch on the same tunnel waits behind
+    it; when the reader reads again, its window opens, the remote PEP lets
+    go what it holds, and the rest follows: nothing is lost.  Then a
+    download with the peer buffer lowered mid-transfer (a reader that
+    reads)."""
+    tb.Mode("les-pep", prof)
+    before = {n: stats(n) for n in PEPS}
+    rd = subprocess.Popen([sys.executable, "-c", PAUSED_READER, tb.client_addr(0),
+                           tb.INNER["server"], "10M.bin"], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True, preexec_fn=tb.netns_of("client"))
+    seen, out, res = [], "", {}
+    try:
+        paused = rd.stdout.readline().strip() == "paused"
+        settled = paused and wait_for(
+            lambda: seen.append(held("rpep")) or seen[-1] >= 1 << 20 or
+            (len(seen) > 20 and seen[-1] > 0 and seen[-1] == seen[-21]), 60, 0.1)
+        if settled:
+            tb.sh(f"{tb.LESCTL} pep set peer-buffer 0", "hpep")
+            th = threading.Thread(target=lambda: res.update(
+                tb.fetch("1M", tb_conf("1M"), sums, 90)))
+            th.start()
+            time.sleep(3)
+        out, _ = rd.communicate("go\n", timeout=180)
+        if settled:
+            th.join(150)
+    finally:
+        rd.kill()
+        rd.wait()
+    lines = (out or "").strip().splitlines()
+    reader = json.loads(lines[-1]) if lines else {"status": "no result"}
+    d = {n: delta(before[n], stats(n)) for n in PEPS}
+    print(f"# peer buffer lowered: the remote PEP held {seen[-1] if seen else None} bytes of "
+          f"the paused reader's; 1 MB on its tunnel in {res.get('total')} s (the reader read "
+          f"again 3 s after it started); reader {reader.get('status')} {reader.get('bytes')} "
+          f"bytes; hub guard waits {d['hpep'].get('LesAccelReplayGuardWaits', 0)}, expired "
+          f"{d['hpep'].get('LesAccelReplayGuardExpired', 0)}", flush=True)
+    T.ok(settled and seen[-1] >= 1 << 19 and res.get("status") == "ok" and
+         reader.get("status") == "ok" and reader.get("sha256") == sums["10M.bin"] and
+         not d["hpep"].get("LesAccelReplayGuardExpired"),
+         "the hub's peer buffer lowered to 0 while the remote PEP holds 512 kB or more of a "
+         "paused reader's data past its window: once the reader reads again its 10 MB "
+         "arrive intact, and a 1 MB fetch on its tunnel meanwhile too",
+         {"held": seen[-5:], "fetch": res, "reader": reader, "peps": d, "flows": hub_flows()})
+    T.ok(wait_for(lambda: held("hpep") == 0 and held("rpep") == 0, 20),
+         "peer buffer lowered: nothing stays held at either PEP afterwards",
+         {n: tb.sh(f"{tb.LESCTL} pep show", n).stdout for n in PEPS})
+
+    tb.Mode("les-pep", prof)
+    before = stats("hpep")
+
+    def acked():
+        return delta(before, stats("hpep")).get("LesAccelEarlyAckedBytes", 0)
+
+    def lower():
+        # A reader that reads keeps little past its window, and for short
+        # moments: lowered once the download is a fifth done.
+        wait_for(lambda: acked() >= 2 * 10 ** 6, 30, 0.2)
+        tb.sh(f"{tb.LESCTL} pep set peer-buffer 0", "hpep")
+        return acked()
+    res, acked_then = fetch_during("10M", sums, lower, 0.5)
+    print(f"# peer buffer lowered mid-download: 10 MB in {res.get('total')} s, lowered "
+          f"with {acked_then} bytes ACKed early", flush=True)
+    T.ok(res.get("status") == "ok" and 10 ** 6 <= acked_then < 9 * 10 ** 6,
+         "the hub's peer buffer lowered to 0 in the middle of a 10 MB download: the 10 MB "
+         "arrive intact", {"fetch": res, "acked": acked_then, "flows": hub_flows()})
+
+
 def paused_reader_busy_tunnel(T, prof, sums, long_pause=False):
     """A reader stops reading while the remote PEP holds up to 2 MB of its
     data past its window (the hub's peer buffer), and a 10 MB fetch runs
@@ -1166,6 +1240,7 @@ def run(T, out, ko):
                           lambda *a: paused_reader_busy_tunnel(*a, long_pause=True)),
                          ("lost window update, no peer buffer",
                           lambda *a: lost_window_update(*a, peer_buffer=False)),
+                         ("peer buffer lowered", peer_buffer_lowered),
                          ("nat-t", nat_t),
                          ("transport", transport), ("mutants", mutants_on_hop),
                          ("ipv6", ipv6)):
