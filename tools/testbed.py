@@ -576,7 +576,10 @@ class Curl:
     no network path changes, takes about 0.3 s (docs/testbed.md)."""
 
     def __init__(self, out_dir, max_time, parallel=0, src=None):
-        args = ["curl", "-sS", "--max-time", str(max_time), "-w", CURL_W, "-K", "-"]
+        # Its -w report line by line (stdbuf): into a pipe, stdio would
+        # keep every report until curl exits.
+        args = ["stdbuf", "-oL", "curl", "-sS", "--max-time", str(max_time), "-w", CURL_W,
+                "-K", "-"]
         if src:
             args += ["--interface", src]
         if parallel:
@@ -603,19 +606,24 @@ class Curl:
     def go(self, urls):
         conf = "".join(f'url = "{u}"\noutput = "{self.out_dir}/{os.path.basename(u)}"\n'
                        for u in urls)
-        self.p.stdin.write(conf.encode())
-        self.p.stdin.close()
+        try:
+            self.p.stdin.write(conf.encode())
+            self.p.stdin.close()
+        except BrokenPipeError:
+            pass                # it is gone: wait() says why
 
     def done(self, n, deadline):
-        """The write-out of @n transfers, as each ends (curl prints it then,
-        before its own teardown); returns (their dicts, when the last came)."""
+        """The reports of @n transfers, as each ends; returns (their dicts,
+        when the last came).  Fewer if curl ends first or @deadline passes."""
         info, last = [], None
         fd = self.p.stdout.fileno()
         while len(info) < n:
             if b"\n" in self.buf:
                 ln, self.buf = self.buf.split(b"\n", 1)
-                if ln.startswith(b"{"):
+                try:
                     info.append(json.loads(ln))
+                except ValueError:
+                    pass
                 continue
             left = deadline - time.monotonic()
             if left <= 0 or not select.select([fd], [], [], left)[0]:
@@ -628,21 +636,29 @@ class Curl:
         return info, last
 
     def wait(self):
-        """curl's exit code (killed if it outlives its --max-time)."""
+        """curl's exit code, 28 (timed out) if it outlives its --max-time."""
         try:
             return self.p.wait(timeout=self.max_time + 60)
         except subprocess.TimeoutExpired:
+            self.kill()
+            return 28
+
+    def kill(self):
+        if self.p.poll() is None:
             self.p.kill()
-            return self.p.wait()
+        self.p.wait()
 
 
 def curl(urls, out_dir, max_time, parallel=0, src=None):
     """Fetches @urls with curl in the client namespace; returns (exit code,
-    [write-out dicts])."""
+    [report dicts])."""
     c = Curl(out_dir, max_time, parallel, src)
-    c.go(urls)
-    info, _ = c.done(len(urls), time.monotonic() + max_time + 60)
-    return c.wait(), info
+    try:
+        c.go(urls)
+        info, _ = c.done(len(urls), time.monotonic() + max_time + 60)
+        return c.wait(), info
+    finally:
+        c.kill()
 
 
 def fetch(name, w, sums, max_time, src=None):
@@ -664,28 +680,37 @@ def fetch(name, w, sums, max_time, src=None):
         # soon as the HTML is in.
         paths = [f"{name}.html"]
         objs = [f"{name}-{i}.bin" for i in range(w["objects"])]
+        total = None
         html = Curl(dl, max_time, src=src)
         parts = Curl(dl, max_time, parallel=w["parallel"], src=src)
-        t0 = time.monotonic()
-        deadline = t0 + max_time + 5
-        html.go([base + paths[0]])
-        info, _ = html.done(1, deadline)
-        first = info[0] if info else {}
-        rc, total = first.get("exitcode", 28), None
-        if rc == 0:
-            paths += objs
-            parts.go([base + o for o in objs])
-            got, end = parts.done(len(objs), deadline)
-            if len(got) < len(objs) and parts.p.poll() is None:
-                parts.p.kill()
-            rc = next((g["exitcode"] for g in got if g.get("exitcode")), 0) \
-                if len(got) == len(objs) else 28
-            if end is not None:
-                total = end - t0
-        else:
-            parts.go([])
-        codes = (html.wait(), parts.wait())
-        rc = rc or next((c for c in codes if c), 0)
+        try:
+            t0 = time.monotonic()
+            deadline = t0 + max_time
+            html.go([base + paths[0]])
+            info, _ = html.done(1, deadline)
+            first = info[0] if info else {}
+            rc = first.get("exitcode")
+            if rc == 0:
+                paths += objs
+                parts.go([base + o for o in objs])
+                got, end = parts.done(len(objs), deadline)
+                if len(got) == len(objs):
+                    total = end - t0
+                    rc = next((g["exitcode"] for g in got if g.get("exitcode")), 0)
+                elif parts.p.poll() is None and time.monotonic() >= deadline:
+                    rc = 28
+                else:
+                    rc = parts.wait() or 1
+            else:
+                parts.go([])
+                if rc is None:
+                    rc = 28 if html.p.poll() is None and time.monotonic() >= deadline \
+                        else html.wait() or 1
+            if rc == 0:
+                rc = html.wait() or parts.wait()
+        finally:
+            html.kill()
+            parts.kill()
     res = {"connect": first.get("time_connect"), "first_byte": first.get("time_starttransfer"),
            "total": round(total, 3) if total is not None else None}
     if rc == 28:
