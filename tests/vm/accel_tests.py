@@ -375,7 +375,11 @@ def mutants_on_hop(T, prof, sums, seed=None):
                  for n in replays)
     print(f"# mutants on the hop (seed {seed}): {sent}; counted {counted}; "
           f"endpoint TCP {tcp}", flush=True)
-    T.ok(res["status"] == "ok" and all(sum(sent[p].values()) > 50 for p in PEPS) and
+    # Enough of each: the remote PEP's side carries the client's ACKs,
+    # thinned, a third as many packets on Debian 6.12 as on 6.1 (mutants
+    # after every third: 43 against 128 in one CI run).
+    T.ok(res["status"] == "ok" and sum(sent["hpep"].values()) > 50 and
+         sum(sent["rpep"].values()) > 25 and
          all(counted[p] >= 0.9 * sum(sent[p].values()) for p in PEPS) and
          not d["hpep"].get("LesAccelErrors", 0) and not d["rpep"].get("LesAccelErrors", 0) and
          tcp_ok,
