@@ -667,6 +667,21 @@ print(json.dumps({"status": "ok", "bytes": len(body), "sha256": hashlib.sha256(b
 """
 
 
+def paused_reader():
+    """PAUSED_READER on the 10 MB file, from the client's first address."""
+    return subprocess.Popen([sys.executable, "-c", PAUSED_READER, tb.client_addr(0),
+                             tb.INNER["server"], "10M.bin"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True, preexec_fn=tb.netns_of("client"))
+
+
+def reader_result(rd, out):
+    """The paused reader @rd stopped, and what it printed last (@out)."""
+    rd.kill()
+    rd.wait()
+    lines = (out or "").strip().splitlines()
+    return json.loads(lines[-1]) if lines else {"status": "no result"}
+
+
 def sa_packets(n, spi):
     """Packets the SA @spi of namespace @n has carried."""
     out = tb.sh(f"ip -s xfrm state list spi {spi:#x}", n).stdout
@@ -689,9 +704,7 @@ def two_tunnels(T, prof, sums):
     tb.sh(f"{tb.LESCTL} pep set peer-buffer 0", "hpep")
     before = stats("hpep")
     xfrm_before = tb.sh("cat /proc/net/xfrm_stat", "server").stdout.splitlines()
-    rd = subprocess.Popen([sys.executable, "-c", PAUSED_READER, tb.client_addr(0),
-                           tb.INNER["server"], "10M.bin"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True, preexec_fn=tb.netns_of("client"))
+    rd = paused_reader()
     seen, res, out = [], {}, ""
     try:
         paused = rd.stdout.readline().strip() == "paused"
@@ -707,9 +720,7 @@ def two_tunnels(T, prof, sums):
                                        src=tb.client_addr(tunnel))
         out, _ = rd.communicate("go\n", timeout=180)
     finally:
-        rd.kill()
-    lines = (out or "").strip().splitlines()
-    reader = json.loads(lines[-1]) if lines else {"status": "no result"}
+        reader = reader_result(rd, out)
     d = delta(before, stats("hpep"))
     origin2 = sa_packets("server", mode.origins["hpep", 1])
     mismatch = [ln for ln in tb.sh("cat /proc/net/xfrm_stat", "server").stdout.splitlines()
@@ -743,9 +754,7 @@ def peer_buffer_lowered(T, prof, sums):
     reads)."""
     tb.Mode("les-pep", prof)
     before = {n: stats(n) for n in PEPS}
-    rd = subprocess.Popen([sys.executable, "-c", PAUSED_READER, tb.client_addr(0),
-                           tb.INNER["server"], "10M.bin"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True, preexec_fn=tb.netns_of("client"))
+    rd = paused_reader()
     seen, out, res = [], "", {}
     try:
         paused = rd.stdout.readline().strip() == "paused"
@@ -762,10 +771,7 @@ def peer_buffer_lowered(T, prof, sums):
         if settled:
             th.join(150)
     finally:
-        rd.kill()
-        rd.wait()
-    lines = (out or "").strip().splitlines()
-    reader = json.loads(lines[-1]) if lines else {"status": "no result"}
+        reader = reader_result(rd, out)
     d = {n: delta(before[n], stats(n)) for n in PEPS}
     print(f"# peer buffer lowered: the remote PEP held {seen[-1] if seen else None} bytes of "
           f"the paused reader's; 1 MB on its tunnel in {res.get('total')} s (the reader read "
@@ -818,9 +824,7 @@ def paused_reader_busy_tunnel(T, prof, sums, long_pause=False):
     then gets is not checked (its held data may be lost, docs/accel.md 8)."""
     tb.Mode("les-pep", prof)
     before = {n: stats(n) for n in PEPS}
-    rd = subprocess.Popen([sys.executable, "-c", PAUSED_READER, tb.client_addr(0),
-                           tb.INNER["server"], "10M.bin"], stdin=subprocess.PIPE,
-                          stdout=subprocess.PIPE, text=True, preexec_fn=tb.netns_of("client"))
+    rd = paused_reader()
     seen, out, res, waited = [], "", {}, False
     try:
         paused = rd.stdout.readline().strip() == "paused"
@@ -850,10 +854,7 @@ def paused_reader_busy_tunnel(T, prof, sums, long_pause=False):
         if settled:
             th.join(120)
     finally:
-        rd.kill()
-        rd.wait()
-    lines = (out or "").strip().splitlines()
-    reader = json.loads(lines[-1]) if lines else {"status": "no result"}
+        reader = reader_result(rd, out)
     d = {n: delta(before[n], stats(n)) for n in PEPS}
     h = d["hpep"]
     print(f"# {'reader gone' if long_pause else 'paused reader'}, busy tunnel: the remote PEP "
