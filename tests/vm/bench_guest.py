@@ -20,7 +20,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from lesvm import Bg, Config, agent, capture_esp, sh, topology_down, topology_up, tunnel_up  # noqa: E402
 from pep_tests import lesctl, pep_keys_flush, pep_keys_up  # noqa: E402
 
-ROUNDS = int(os.environ.get("LES_BENCH_ROUNDS", "3"))
+ROUNDS = int(os.environ.get("LES_BENCH_ROUNDS", "5"))
 SECONDS = int(os.environ.get("LES_BENCH_SECONDS", "8"))
 # LES_BENCH_ONLY=pep: the PEP observer rounds alone (quicker to iterate on).
 ONLY = os.environ.get("LES_BENCH_ONLY", "")
