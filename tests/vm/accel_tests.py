@@ -331,9 +331,8 @@ def endpoint_tcp_errors():
 def mutants_on_hop(T, prof, sums, seed=None):
     """An outsider at the hop sends a mutant after every third ESP packet
     of the hub's and after each of the remote PEP's, on a hop that loses
-    1 %: bits flipped in either zone, the
-    sequence number or SPI changed, cut, extended, replayed at once or
-    later.  No mutant changes anything: the PEPs count each as a failure
+    1 %: bits flipped in either zone, the sequence number or SPI changed,
+    cut, extended, replayed at once or later.  No mutant changes anything: the PEPs count each as a failure
     (a replayed copy of a packet held past the window is dropped), the
     endpoints' xfrm drops the rest, and the fetch runs as without them."""
     seed = seed if seed is not None else int.from_bytes(os.urandom(4), "big")
