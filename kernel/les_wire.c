@@ -321,10 +321,46 @@ out:
 	return 0;
 }
 
+/*
+ * The TCP options a PEP-origin packet may carry: those of the ACKs and
+ * probes a PEP makes (timestamps, SACK blocks), NOP and EOL, and zeros
+ * after EOL.  Anything else (MPTCP, TCP-AO, a window scale or MSS outside
+ * a SYN) the endpoint's TCP would act on beyond an ACK: refused.
+ */
+static bool les_po_options_ok(const __u8 *opt, size_t len)
+{
+	size_t i = 0;
+	__u8 olen;
+
+	while (i < len) {
+		switch (opt[i]) {
+		case LES_TCPOPT_EOL:
+			for (; i < len; i++)
+				if (opt[i])
+					return false;
+			return true;
+		case LES_TCPOPT_NOP:
+			i++;
+			continue;
+		}
+		if (i + 2 > len)
+			return false;
+		olen = opt[i + 1];
+		if (i + olen > len)
+			return false;
+		if (opt[i] == LES_TCPOPT_TS ? olen != 10 :
+		    opt[i] != LES_TCPOPT_SACK || olen < 10 || (olen - 2) % 8)
+			return false;
+		i += olen;
+	}
+	return true;
+}
+
 int les_pep_origin_check(__u8 nexthdr, const __u8 *hdrs, size_t len,
 			 bool tunnel)
 {
 	struct les_chain chain;
+	int tcp_off;
 	__u8 flags;
 
 	if (tunnel && nexthdr != PROTO_IPIP && nexthdr != PROTO_IPV6)
@@ -354,6 +390,11 @@ int les_pep_origin_check(__u8 nexthdr, const __u8 *hdrs, size_t len,
 	flags = hdrs[chain.l4_off + 13];
 	if (!(flags & LES_TCP_ACK) || (flags & ~LES_PEP_ORIGIN_TCP_OK))
 		return LES_PO_FLAGS;
+	/* The inner IP header alone before TCP: no options, no extensions. */
+	tcp_off = !tunnel ? 0 : nexthdr == PROTO_IPIP ? 20 : 40;
+	if (chain.l4_off != tcp_off ||
+	    !les_po_options_ok(hdrs + tcp_off + 20, len - tcp_off - 20))
+		return LES_PO_OPTIONS;
 	return LES_PO_OK;
 }
 

@@ -306,6 +306,7 @@ enum les_po_verdict {
 	LES_PO_PAYLOAD,
 	LES_PO_FLAGS,
 	LES_PO_MALFORMED,
+	LES_PO_OPTIONS,		/* IP options, extension headers, TCP options */
 };
 
 /*

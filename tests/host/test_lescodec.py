@@ -1413,13 +1413,44 @@ def test_po_fragments():
         assert ck(41, f6, True) == Z.PoVerdict.FRAGMENT
 
 
-def test_po_with_extension_headers():
+def test_po_refuses_extension_headers_and_ip_options():
+    # A PEP sends neither: an endpoint takes none (protocol.md 5).
     seg6 = P.tcp_segment(V6S, V6D, 1, 2, 3, 4, 0x10)
     p = P.ipv6_packet(V6S, V6D, 0, P.ipv6_ext(6, b"\x05\x02\0\0") + seg6)
-    assert Z.pep_origin_check(41, p, True) == OK
+    assert Z.pep_origin_check(41, p, True) == Z.PoVerdict.OPTIONS
     p = P.ipv4_packet(V4S, V4D, 6, P.tcp_segment(V4S, V4D, 1, 2, 3, 4, 0x10),
                       options=b"\x94\x04\x00\x00")
-    assert Z.pep_origin_check(4, p, True) == OK
+    assert Z.pep_origin_check(4, p, True) == Z.PoVerdict.OPTIONS
+
+
+TS_OPT = bytes((1, 1, 8, 10)) + (7).to_bytes(4, "big") + (9).to_bytes(4, "big")
+
+
+@pytest.mark.parametrize("opts, ok", [
+    (b"", True),
+    (TS_OPT, True),
+    (TS_OPT + bytes((1, 1, 5, 18)) + bytes(range(16)), True),
+    (bytes((1, 1, 5, 10)) + bytes(8), True),
+    (bytes((0, 0, 0, 0)), True),
+    (bytes((1, 0, 0, 0)), True),
+    (bytes((0, 1, 0, 0)), False),                     # bytes after EOL
+    (bytes((30, 4, 0, 0)), False),                    # MPTCP
+    (bytes((2, 4, 5, 0xb4)), False),                  # MSS outside a SYN
+    (bytes((1, 3, 3, 7)), False),                     # window scale
+    (bytes((1, 1, 8, 8)) + bytes(4), False),          # timestamps cut short
+    (bytes((1, 1, 5, 14)) + bytes(12), False),        # half a SACK block
+    (bytes((1, 1, 4, 2)), False),                     # SACK permitted
+    (bytes((1, 1, 29, 4)), False),                    # TCP-AO
+])
+def test_po_tcp_options(opts, ok):
+    for tunnel, nh, hdrs in (
+            (False, 6, P.tcp_segment(V4S, V4D, 1, 2, 3, 4, 0x10, options=opts)),
+            (True, 4, P.ipv4_packet(V4S, V4D, 6, P.tcp_segment(V4S, V4D, 1, 2, 3, 4, 0x10,
+                                                                 options=opts))),
+            (True, 41, P.ipv6_packet(V6S, V6D, 6, P.tcp_segment(V6S, V6D, 1, 2, 3, 4, 0x10,
+                                                                  options=opts)))):
+        want = OK if ok else Z.PoVerdict.OPTIONS
+        assert Z.pep_origin_check(nh, hdrs, tunnel) == want, (nh, opts.hex())
 
 
 @pytest.mark.parametrize("esn", [False, True])

@@ -25,6 +25,7 @@ import mutation_tests  # noqa: E402
 import pep_tests  # noqa: E402
 import testbed_tests  # noqa: E402
 import accel_tests  # noqa: E402
+import ike_tests  # noqa: E402
 
 T = Tap()
 OUT = "/tmp"
@@ -630,6 +631,10 @@ def test_pep_origin():
                 ("a pure ACK is delivered", "delivered", {}),
                 ("a window update is delivered", "delivered", {"window": 60000}),
                 ("an ACK with SACK blocks is delivered", "delivered", {"options": sack}),
+                *((f"an ACK with {name} is dropped and counted", "LesInPolicy", {"options": o})
+                  for name, o in (("an MPTCP option", bytes((30, 4, 0, 0))),
+                                  ("a window scale", bytes((1, 3, 3, 7))),
+                                  ("an MSS", bytes((2, 4, 5, 0xb4))))),
                 *((f"a {name} is dropped and counted", "LesInPolicy", {"flags": fl})
                   for name, fl in (("SYN", 0x12), ("FIN", 0x11), ("RST", 0x14), ("PSH", 0x18),
                                    ("no ACK", 0x00))),
@@ -841,6 +846,7 @@ def main():
         ("mutation", lambda: mutation_tests.run(T, OUT)),
         ("testbed", lambda: testbed_tests.run(T, OUT, KO)),
         ("accel", lambda: accel_tests.run(T, OUT, KO)),
+        ("ike", lambda: ike_tests.run(T, OUT, KO)),
         ("in-use", test_unload_refused_while_in_use),
         ("async", test_async),
     ]

@@ -242,6 +242,7 @@ class PoVerdict(enum.IntEnum):
     FLAGS = 3        # TCP flags other than ACK [+ECE, CWR], or no ACK
     MALFORMED = 4    # truncated / malformed header, bad IP length, ...
     FRAGMENT = 5     # IPv4 MF / offset, or an IPv6 Fragment header
+    OPTIONS = 6      # IP options, IPv6 extension headers, TCP options a PEP does not send
 
 
 def _po_walk(nexthdr: int, h: bytes):
@@ -310,7 +311,36 @@ def pep_origin_check(nexthdr: int, headers: bytes, tunnel: bool) -> PoVerdict:
     flags = headers[off + 13]
     if not flags & TCP_ACK or flags & ~PEP_ORIGIN_TCP_OK & 0xFF:
         return PoVerdict.FLAGS
+    ip = 0 if not tunnel else 20 if nexthdr == IPIP else 40
+    if off != ip or not _po_options_ok(headers[ip + 20:]):
+        return PoVerdict.OPTIONS
     return PoVerdict.OK
+
+
+def _po_options_ok(opt: bytes) -> bool:
+    """TCP options a PEP-origin packet may carry: timestamps (kind 8, 10
+    bytes), SACK blocks (kind 5, 2 + 8n bytes, n >= 1), NOP, and EOL
+    followed by zeros only."""
+    i = 0
+    while i < len(opt):
+        kind = opt[i]
+        if kind == 0:
+            return not any(opt[i:])
+        if kind == 1:
+            i += 1
+            continue
+        if i + 2 > len(opt):
+            return False
+        olen = opt[i + 1]
+        if i + olen > len(opt):
+            return False
+        if kind == 8:
+            if olen != 10:
+                return False
+        elif kind != 5 or olen < 10 or (olen - 2) % 8:
+            return False
+        i += olen
+    return True
 
 
 # ---- sequence numbers, IV, nonces, AAD --------------------------------------
