@@ -66,6 +66,7 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 	struct les_accel_net *an = &pn->accel;
 	struct sk_buff_head out;
 	unsigned int i;
+	u32 lost;
 
 	if (!af)
 		return;
@@ -73,7 +74,9 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 	for (i = 0; i < 2; i++) {
 		if (af->dir[i].thin_skb)
 			__skb_queue_tail(&out, af->dir[i].thin_skb);
-		les_held_purge(an, &af->dir[i], &out);
+		lost = les_held_purge(an, &af->dir[i], &out);
+		if (lost)
+			les_stat_add(pn->net, LES_STAT_ACCEL_LOST, lost);
 		if (af->dir[i].origin)
 			xfrm_state_put(af->dir[i].origin);
 		if (af->dir[i].probe_origin)
@@ -93,12 +96,20 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 	}
 }
 
+/*
+ * Does @f hold data ACKed early, or may the far PEP count on it to hold
+ * what it sends past a receiver's window (receiver.c)?  Then it is the
+ * only keeper of that data: neither evicted nor flushed (flow.c).  Made
+ * again from the next packet, it would know no window, and forward what
+ * the far PEP sent past it.
+ */
 bool les_accel_flow_busy(const struct les_flow *f)
 {
 	const struct les_accel_flow *af = f->accel;
 
 	return af && (af->dir[0].held_bytes || af->dir[1].held_bytes ||
-		      af->dir[0].over_bytes || af->dir[1].over_bytes);
+		      les_rcv_relied_on(&af->dir[0]) ||
+		      les_rcv_relied_on(&af->dir[1]));
 }
 
 /* The receiver's replay window, as its pep-view key gives it. */
@@ -113,7 +124,8 @@ static u32 les_accel_replay_window(const struct xfrm_state *view)
  * xfrm refuses one that comes more than its replay window behind the
  * newest packet of the SA: that data, ACKed early, could never arrive
  * (docs/accel.md 1).  The window is the pep-view key's, which mirrors the
- * endpoint's SA (0: not said, not checked).  It must span what the hop
+ * endpoint's SA (0: not said, and no flow is taken: neither this check
+ * nor the replay guard could work).  It must span what the hop
  * carries of the SA until the timer's first resend, two round trips at
  * hop-rate in segments of the flow's MSS, and the LAN's reordering.
  */
@@ -126,7 +138,10 @@ static bool les_accel_window_short(struct les_pep_net *pn,
 	u64 rate = READ_ONCE(pn->accel.cfg.hop_rate);
 	u64 packets;
 
-	if (!window || !rate)
+	/* A key that does not say its window: the guard could not work. */
+	if (!window)
+		return true;
+	if (!rate)
 		return false;
 	/* kbit/s x us = bytes x 8000 */
 	packets = div64_u64(rate * les_early_rto_us(f, !s),
@@ -302,7 +317,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		}
 		if (pkt->payload || !absorb) {
 			if (!(on || les_rcv_relied_on(d)) ||
-			    !les_rcv_data(pn, af, from, pkt, skb, view))
+			    !les_rcv_data(pn, af, from, pkt, skb, view, todo))
 				__skb_queue_tail(&todo->release, skb);
 		} else {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
@@ -317,7 +332,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 
 pass:
 	if (to_hop)
-		les_hop_queue_skb(pn, skb, todo);
+		les_hop_queue_skb(pn, skb, todo, false);
 	else
 		__skb_queue_tail(&todo->release, skb);
 }
@@ -332,7 +347,7 @@ static void les_accel_todo_run(struct les_pep_net *pn,
 	if (!skb_queue_empty(&todo->release)) {
 		local_bh_disable();
 		while ((skb = __skb_dequeue(&todo->release)))
-			les_accel_release(pn->net, skb);
+			les_accel_release(&pn->accel, skb);
 		local_bh_enable();
 	}
 	while ((skb = __skb_dequeue(&todo->drop)))
@@ -482,6 +497,9 @@ void les_accel_net_init(struct les_pep_net *pn)
 	INIT_LIST_HEAD(&an->ack_due);
 	atomic_set(&an->active, 0);
 	an->held_bytes = 0;
+	an->mem = 0;
+	an->fwd_okfn[0] = NULL;
+	an->fwd_okfn[1] = NULL;
 	skb_queue_head_init(&an->orphans);
 	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
 	spin_lock_init(&an->origin_lock);

@@ -54,6 +54,12 @@ struct les_sa;
  */
 #define LES_ACCEL_GUARD_RTOS		4
 #define LES_ACCEL_GUARD_MIN_MS		1000
+/*
+ * How long a flow that holds data ACKed early outlives its last packet
+ * (flow.c): about as long as the sender's TCP would have kept resending it
+ * (tcp_retries2's 15 resends, 924 s at the least timeout).
+ */
+#define LES_ACCEL_HOLD_TIMEOUT_S	900
 /* How long a key that went keeps reading for the data it held (drain.c). */
 #define LES_DRAIN_MAX_MS		30000
 #define LES_VIEW_HASH_BITS		6
@@ -101,6 +107,12 @@ struct les_held {
 	struct les_accel_dir *dir;
 	bool waiting;
 	struct sk_buff *skb;	/* as received; sent as clones */
+	u32 cost;		/* charged against `buffer` (hold.c) */
+	/*
+	 * A packet passing through whose header zone was not authenticated
+	 * (or was a replay): its sequence number steers nothing (pace.c).
+	 */
+	bool unread;
 	u32 seq, end;		/* the TCP data it carries */
 	u32 tsval;		/* its sender's TSval */
 	/*
@@ -167,7 +179,7 @@ struct les_accel_dir {
 	struct les_rtt hop_rtt;
 	/*
 	 * For the replay guard (pace.c): the receiver's replay window, in
-	 * packets of the SA (its pep-view key's; 0: not checked), and the
+	 * packets of the SA (its pep-view key's, never 0), and the
 	 * copies' retransmission timeout.  @unguarded: a wait for one of
 	 * them ran out and the SA went on; until all it held is ACKed.
 	 */
@@ -241,6 +253,9 @@ struct les_hop_lane {
 	struct list_head busy;		/* on les_accel_net.hop_busy */
 	struct list_head queue;		/* of les_held.wait */
 	struct list_head guard;		/* of les_held.guard */
+	/* Packets that only pass, waiting here: bounded (pace.c). */
+	u32 pass_bytes;
+	u32 pass_packets;
 	u32 guard_limit;		/* packets ahead of the oldest, at most */
 	u32 guard_seq;			/* the oldest's, when the wait began */
 	ktime_t guard_since;		/* the SA waits for it since, or 0 */
@@ -265,9 +280,20 @@ struct les_pacer {
  * of queue.  More than the engine's tick, so the link never idles.
  */
 #define LES_PACER_QUEUE_MS	60
+#define LES_PACER_QUEUE_MIN	(16U << 10)
 /* How late the pacer may make up for (a timer's lateness), in time. */
 #define LES_PACER_SLACK_US	2000
-#define LES_PACER_QUEUE_MIN	(16U << 10)
+/*
+ * What a hop lane keeps of the packets that only pass (not copies this
+ * PEP holds): this long at the hop's rate, this many packets.  Beyond it
+ * they are dropped, as a qdisc drops at its limit: none is ACKed early,
+ * their senders send again.
+ */
+#define LES_HOP_LANE_MS		200
+#define LES_HOP_LANE_MIN	(64U << 10)
+#define LES_HOP_LANE_PACKETS	1000
+/* The least a packet kept costs (hold.c): `buffer` caps packets too. */
+#define LES_ACCEL_PKT_COST_MIN	1024
 
 struct les_accel_net {
 	struct les_accel_cfg cfg;	/* written under the PEP's cfg_lock */
@@ -277,12 +303,10 @@ struct les_accel_net {
 	struct list_head flows;		/* accelerated flows: flow table lock */
 	/*
 	 * What goes onto the hop, a lane per SA (pace.c), and the lanes with
-	 * packets waiting, taken in turn: flow table lock.  @spare_lane takes
-	 * the packets of an SA whose own lane could not be allocated.
+	 * packets waiting, taken in turn: flow table lock.
 	 */
 	struct hlist_head lanes[1 << LES_HOP_LANE_BITS];
 	struct list_head hop_busy;
-	struct les_hop_lane spare_lane;
 	struct list_head ack_due;	/* flows with an early ACK to send */
 	/*
 	 * The opener reads a batch (flow table lock): early ACKs wait for
@@ -290,8 +314,16 @@ struct les_accel_net {
 	 * batch still has to forward (their TSvals would be older: PAWS).
 	 */
 	bool batching;
-	u64 held_bytes;			/* flow table lock */
+	/*
+	 * Flow table lock: the data held (copies, and past windows), and what
+	 * the packets kept cost (those, and what waits in lanes: hold.c),
+	 * charged against cfg.buffer.
+	 */
+	u64 held_bytes;
+	u64 mem;
 	struct les_pacer pacer;
+	/* FORWARD's own continuation, per family (pace.c). */
+	int (*fwd_okfn[2])(struct net *net, struct sock *sk, struct sk_buff *skb);
 	/* Packets of flows that went away, to be forwarded by the opener. */
 	struct sk_buff_head orphans;
 	/* PEP-origin SAs of the namespace (origin.c). */
@@ -315,8 +347,9 @@ void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
 bool les_accel_flow_busy(const struct les_flow *f);
 void les_accel_early_stop(struct les_accel_dir *d);
-void les_accel_release(struct net *net, struct sk_buff *skb);
-void les_accel_note_okfn(const struct nf_hook_state *state);
+void les_accel_release(struct les_accel_net *an, struct sk_buff *skb);
+void les_accel_note_okfn(struct les_accel_net *an,
+			 const struct nf_hook_state *state);
 void les_accel_net_pre_exit(struct les_pep_net *pn);
 
 /* early_ack.c: the sender's side */
@@ -340,12 +373,13 @@ void les_early_rto_set(struct les_accel_dir *d, u64 rto_us);
 /* hold.c: the held-packet store */
 int les_held_cache_init(void);
 void les_held_cache_exit(void);
-struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end);
-void les_held_node_free(struct les_held *h);
+struct les_held *les_held_new(struct les_accel_net *an, struct sk_buff *skb,
+			      u32 seq, u32 end, bool *full);
+void les_held_node_free(struct les_accel_net *an, struct les_held *h);
 void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 		   struct les_held *h);
-void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
-		    struct sk_buff_head *out);
+u32 les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
+		   struct sk_buff_head *out);
 bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
 
 /* @h was (or is queued to be) sent again because a timer expired. */
@@ -359,7 +393,8 @@ static inline void les_held_timeout(struct les_held *h)
 bool les_rcv_relied_on(const struct les_accel_dir *d);
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
-		  struct sk_buff *skb, struct xfrm_state *view);
+		  struct sk_buff *skb, struct xfrm_state *view,
+		  struct les_accel_todo *todo);
 void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, struct les_accel_todo *todo);
 bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
@@ -387,12 +422,12 @@ void les_pacer_stop(struct les_pacer *p);
 u64 les_pacer_wait_ns(const struct les_accel_todo *todo);
 bool les_pacer_room(struct les_pacer *p, const struct les_accel_todo *todo);
 void les_hop_init(struct les_accel_net *an);
-void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
+bool les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 			struct les_accel_dir *d);
-void les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
+bool les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
 			  struct les_accel_dir *d);
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
-		       struct les_accel_todo *todo);
+		       struct les_accel_todo *todo, bool unread);
 void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);
 void les_hop_guard_del(struct les_accel_net *an, struct les_held *h);

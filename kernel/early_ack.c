@@ -148,7 +148,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	const struct les_tcp_seg *t = &pkt->tcp;
 	u32 len = pkt->payload, seq = t->seq, end = seq + len;
 	struct les_held *h, *prev;
-	bool room;
+	bool room, full;
 
 	/*
 	 * The sender probes a window we closed (seq below what we ACKed, no
@@ -163,7 +163,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
 	if (!d->early || !len ||
 	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
-		les_hop_queue_skb(pn, skb, todo);
+		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
 	/*
@@ -171,7 +171,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * (we never held it).
 	 */
 	if (d->late && before(seq, d->start)) {
-		les_hop_queue_skb(pn, skb, todo);
+		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
 	if (!after(end, d->ack_point)) {
@@ -194,21 +194,26 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	room = !after(end, d->adv_edge) ||
 	       (d->held_bytes + len <= READ_ONCE(an->cfg.flow_buffer) &&
 		!after(end, les_early_send_limit(pn, d)));
-	room = room && an->held_bytes + len <= READ_ONCE(an->cfg.buffer);
 	prev = room ? les_early_slot(d, seq, end) : ERR_PTR(-ENOSPC);
-	h = IS_ERR(prev) ? NULL : les_held_new(skb, seq, end);
+	h = IS_ERR(prev) ? NULL : les_held_new(an, skb, seq, end, &full);
 	if (!h) {
 		/*
 		 * No room, or it overlaps what we hold: it travels unheld and
 		 * its ACK comes from the receiver.
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
-		les_hop_queue_skb(pn, skb, todo);
+		les_hop_queue_skb(pn, skb, todo, false);
+		return;
+	}
+	if (!les_hop_queue_held(pn, h, d)) {
+		/* No lane to wait in: neither held nor ACKed, sent again. */
+		les_held_node_free(an, h);
+		les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
+		kfree_skb(skb);
 		return;
 	}
 	h->tsval = t->tsval;
 	list_add(&h->node, prev ? &prev->node : &d->held);
-	les_hop_queue_held(pn, h, d);
 	d->held_bytes += len;
 	an->held_bytes += len;
 	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
@@ -515,7 +520,8 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		} else if (ktime_us_delta(now, h->sent) < rto) {
 			continue;
 		} else if (!les_pacer_room(&pn->accel.pacer, todo)) {
-			les_hop_queue_resend(pn, h, d);
+			if (!les_hop_queue_resend(pn, h, d))
+				break;
 			les_held_timeout(h);
 			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 			continue;
@@ -550,7 +556,16 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	space = les_early_space(pn, d);
 	if (after(d->ack_point + space, d->adv_edge))
 		d->adv_edge = d->ack_point + space;
-	win = (d->adv_edge - d->ack_point) >> shift;
+	/*
+	 * Scaled, rounded up: rounded down, the right edge the sender sees
+	 * could move back by up to a scale unit (RFC 7323 2.4;
+	 * tcp_select_window() rounds up too).  @adv_edge is then the edge
+	 * the sender was given.
+	 */
+	win = min_t(u32, DIV_ROUND_UP(d->adv_edge - d->ack_point, 1U << shift),
+		    0xffff);
+	if (after(d->ack_point + (win << shift), d->adv_edge))
+		d->adv_edge = d->ack_point + (win << shift);
 
 	memset(desc, 0, sizeof(*desc));
 	desc->family = f->key.family == AF_INET ? 4 : 6;
@@ -560,7 +575,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	desc->dport = ntohs(f->key.end[s].port);
 	desc->seq = rcv->have_next ? rcv->next : rcv->seq;
 	desc->ack = d->ack_point;
-	desc->win = min_t(u32, win, 0xffff);
+	desc->win = win;
 	desc->flags = LES_TCP_ACK;
 	/* The receiver's clock, as far as it has shown it: never ahead. */
 	desc->has_ts = d->ts && rcv->have_ts;

@@ -92,10 +92,20 @@ static void les_flow_free(struct les_flow_table *t, struct les_flow *f)
 	kmem_cache_free(les_flow_cache, f);
 }
 
+/*
+ * Idle past the timeout.  A flow that holds data ACKed early in its
+ * receiver's name is the only keeper of that data: it waits out a hop
+ * that is down, for LES_ACCEL_HOLD_TIMEOUT_S at least, as the sender's
+ * TCP would have kept trying (the PEP's own resends do not refresh it).
+ */
 static bool les_flow_idle(const struct les_flow_table *t,
 			  const struct les_flow *f, unsigned long now)
 {
-	return time_after_eq(now, f->last_seen + t->idle_timeout * HZ);
+	unsigned long timeout = t->idle_timeout;
+
+	if (les_accel_flow_busy(f))
+		timeout = max_t(unsigned long, timeout, LES_ACCEL_HOLD_TIMEOUT_S);
+	return time_after_eq(now, f->last_seen + timeout * HZ);
 }
 
 /* Makes room for one flow; false if only young established flows are left. */
@@ -320,9 +330,10 @@ static void les_flow_gc(struct work_struct *work)
 		} else if (les_flow_idle(t, f, now)) {
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EXPIRED);
-		} else {
+		} else if (!time_after_eq(now, f->last_seen + t->idle_timeout * HZ)) {
 			break;
 		}
+		/* Else idle but holding: it waits, younger ones may not. */
 		budget--;
 	}
 	more = t->count > 0;
@@ -332,17 +343,30 @@ static void les_flow_gc(struct work_struct *work)
 				   budget ? HZ : 1);
 }
 
-/* In batches: a table of millions never holds the lock for long. */
-void les_flow_flush(struct les_flow_table *t)
+/*
+ * In batches: a table of millions never holds the lock for long.  With
+ * @keep_busy (an operator's flush), flows that hold data ACKed early stay,
+ * in their order, until their receivers have it: freed, it would be lost.
+ */
+void les_flow_flush(struct les_flow_table *t, bool keep_busy)
 {
+	struct les_flow *f;
 	unsigned int n;
+	LIST_HEAD(kept);
 	bool more;
 
 	do {
 		spin_lock_bh(&t->lock);
-		for (n = 0; n < LES_FLOW_FLUSH_BATCH && !list_empty(&t->lru); n++)
-			les_flow_free(t, list_first_entry(&t->lru, struct les_flow, lru));
+		for (n = 0; n < LES_FLOW_FLUSH_BATCH && !list_empty(&t->lru); n++) {
+			f = list_first_entry(&t->lru, struct les_flow, lru);
+			if (keep_busy && les_accel_flow_busy(f))
+				list_move_tail(&f->lru, &kept);
+			else
+				les_flow_free(t, f);
+		}
 		more = !list_empty(&t->lru);
+		if (!more)
+			list_splice(&kept, &t->lru);
 		spin_unlock_bh(&t->lock);
 		cond_resched();
 	} while (more);
@@ -436,6 +460,6 @@ int les_flow_table_init(struct les_flow_table *t, struct net *net)
 void les_flow_table_destroy(struct les_flow_table *t)
 {
 	cancel_delayed_work_sync(&t->gc);
-	les_flow_flush(t);
+	les_flow_flush(t, false);
 	rhashtable_destroy(&t->ht);
 }

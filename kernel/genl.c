@@ -37,10 +37,11 @@ static int les_genl_put_config(struct sk_buff *msg, struct net *net)
 	struct les_pep_net *pn = les_pep_net(net);
 	struct les_accel_cfg *ac = &pn->accel.cfg;
 	struct les_flow_table *t = &pn->flows;
-	u64 held;
+	u64 held, mem;
 
 	spin_lock_bh(&t->lock);
 	held = pn->accel.held_bytes;
+	mem = pn->accel.mem;
 	spin_unlock_bh(&t->lock);
 	if (nla_put_u8(msg, LES_A_ACCEL, READ_ONCE(ac->on)) ||
 	    nla_put_u32(msg, LES_A_HOP_IFINDEX, READ_ONCE(ac->hop_ifindex)) ||
@@ -49,7 +50,8 @@ static int les_genl_put_config(struct sk_buff *msg, struct net *net)
 	    nla_put_u32(msg, LES_A_BUFFER, READ_ONCE(ac->buffer)) ||
 	    nla_put_u32(msg, LES_A_PEER_BUFFER, READ_ONCE(ac->peer_buffer)) ||
 	    nla_put_u64_64bit(msg, LES_A_HELD, held, LES_A_PAD) ||
-	    nla_put_u32(msg, LES_A_ACCEL_FLOWS, atomic_read(&pn->accel.active)))
+	    nla_put_u32(msg, LES_A_ACCEL_FLOWS, atomic_read(&pn->accel.active)) ||
+	    nla_put_u64_64bit(msg, LES_A_MEM, mem, LES_A_PAD))
 		return -EMSGSIZE;
 	if (nla_put_u8(msg, LES_A_HOOK, READ_ONCE(pn->hook_on)) ||
 	    nla_put_u32(msg, LES_A_MAX_FLOWS, READ_ONCE(t->max_flows)) ||
@@ -263,7 +265,7 @@ static int les_genl_flush_flows(struct sk_buff *skb, struct genl_info *info)
 
 	/* Or header zones queued before the flush would bring flows back. */
 	les_pep_sync(pn);
-	les_flow_flush(&pn->flows);
+	les_flow_flush(&pn->flows, true);
 	return 0;
 }
 

@@ -11,6 +11,8 @@
  * The same nodes hold what a receiver's side keeps past a receiver's
  * window (receiver.c).  All of it under the flow table's lock.
  */
+#include <linux/mm.h>
+#include <linux/moduleparam.h>
 #include <linux/slab.h>
 #include <net/tcp.h>
 
@@ -20,8 +22,21 @@
 /* One node per packet held or waiting for the hop: a cache of their own. */
 static struct kmem_cache *les_held_cache __read_mostly;
 
+/*
+ * What all namespaces' engines keep at most, in bytes charged as below:
+ * each namespace's `buffer` is its operator's to set, and namespaces can
+ * be many (0: an eighth of the memory the host had when les.ko loaded).
+ */
+static unsigned long les_accel_mem_max __read_mostly;
+module_param_named(accel_mem_max, les_accel_mem_max, ulong, 0644);
+MODULE_PARM_DESC(accel_mem_max,
+		 "bytes the PEP engines of all namespaces may keep (0: an eighth of RAM)");
+static unsigned long les_accel_mem_default __read_mostly;
+static atomic_long_t les_accel_mem = ATOMIC_LONG_INIT(0);
+
 int les_held_cache_init(void)
 {
+	les_accel_mem_default = (totalram_pages() << PAGE_SHIFT) / 8;
 	les_held_cache = kmem_cache_create("les_held", sizeof(struct les_held), 0,
 					   SLAB_ACCOUNT, NULL);
 	return les_held_cache ? 0 : -ENOMEM;
@@ -32,22 +47,59 @@ void les_held_cache_exit(void)
 	kmem_cache_destroy(les_held_cache);
 }
 
-struct les_held *les_held_new(struct sk_buff *skb, u32 seq, u32 end)
+/*
+ * A packet the engine keeps costs what it occupies: its skb's truesize
+ * and its node, and at least LES_ACCEL_PKT_COST_MIN, so that `buffer`
+ * caps the packets too (one-byte segments, or a small MSS, cost as much
+ * as the buffers they came in).  Charged against the namespace's `buffer`
+ * and the module's cap, as a qdisc's memory limit: a packet that would
+ * pass either is not kept.
+ */
+static bool les_held_charge(struct les_accel_net *an, struct les_held *h)
+{
+	unsigned long max = READ_ONCE(les_accel_mem_max) ?: les_accel_mem_default;
+	u32 cost = max_t(u32, h->skb->truesize + sizeof(*h), LES_ACCEL_PKT_COST_MIN);
+
+	if (an->mem + cost > READ_ONCE(an->cfg.buffer))
+		return false;
+	if (atomic_long_add_return(cost, &les_accel_mem) > max) {
+		atomic_long_sub(cost, &les_accel_mem);
+		return false;
+	}
+	an->mem += cost;
+	h->cost = cost;
+	return true;
+}
+
+/*
+ * A node for @skb, charged (above); NULL if it may not be kept, with
+ * *@full set when a bound (not the allocator) said no.
+ */
+struct les_held *les_held_new(struct les_accel_net *an, struct sk_buff *skb,
+			      u32 seq, u32 end, bool *full)
 {
 	struct les_held *h = kmem_cache_zalloc(les_held_cache,
 					       GFP_ATOMIC | __GFP_ACCOUNT);
 
+	*full = false;
 	if (!h)
 		return NULL;
 	h->skb = skb;
 	h->seq = seq;
 	h->end = end;
+	if (!les_held_charge(an, h)) {
+		*full = true;
+		kmem_cache_free(les_held_cache, h);
+		return NULL;
+	}
 	return h;
 }
 
-/* The node only: its skb has gone elsewhere. */
-void les_held_node_free(struct les_held *h)
+/* The node only, its charge given back: its skb has gone elsewhere. */
+void les_held_node_free(struct les_accel_net *an, struct les_held *h)
 {
+	an->mem -= h->cost;
+	atomic_long_sub(h->cost, &les_accel_mem);
 	kmem_cache_free(les_held_cache, h);
 }
 
@@ -67,24 +119,28 @@ void les_held_free(struct les_accel_net *an, struct les_accel_dir *d,
 	d->held_bytes -= len;
 	an->held_bytes -= len;
 	consume_skb(h->skb);	/* NULL-safe */
-	les_held_node_free(h);
+	les_held_node_free(an, h);
 }
 
 /*
- * Let go of everything @d holds without losing a byte: copies already sent
- * are dropped (the receiver's ACK for them would free them anyway, and the
- * flow goes on end to end), packets never sent and packets held past the
- * receiver's window go to @out, to be forwarded.
+ * Let go of everything @d holds: packets never sent and packets held past
+ * the receiver's window go to @out, to be forwarded; copies already sent
+ * are dropped, and with them the only copy of any the hop lost.  Returns
+ * the bytes of those, ACKed early and not yet by the receiver: what may
+ * be lost.
  */
-void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
-		    struct sk_buff_head *out)
+u32 les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
+		   struct sk_buff_head *out)
 {
 	struct les_held *h, *tmp;
+	u32 unacked = 0;
 
 	list_for_each_entry_safe(h, tmp, &d->held, node) {
 		if (!h->tx) {
 			__skb_queue_tail(out, h->skb);
 			h->skb = NULL;
+		} else if (!h->sacked) {
+			unacked += h->end - h->seq;
 		}
 		les_held_free(an, d, h);
 	}
@@ -95,8 +151,9 @@ void les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 		d->over_bytes -= h->end - h->seq;
 		an->held_bytes -= h->end - h->seq;
 		__skb_queue_tail(out, h->skb);
-		les_held_node_free(h);
+		les_held_node_free(an, h);
 	}
+	return unacked;
 }
 
 /* Queue a copy of @h for the hop; false if no copy could be made. */

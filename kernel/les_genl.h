@@ -48,6 +48,7 @@ enum les_attr {
 	LES_A_PEER_BUFFER,	/* u32: bytes the far PEP holds past a window */
 	LES_A_HELD,		/* u64: bytes held now (read only) */
 	LES_A_ACCEL_FLOWS,	/* u32: flows with engine state now (read only) */
+	LES_A_MEM,		/* u64: what is kept, charged against buffer (read only) */
 	__LES_A_MAX,
 };
 

@@ -35,25 +35,26 @@ static u64 les_pacer_ns(unsigned int len, u32 kbit)
 /*
  * What FORWARD goes on with after its hooks (ip_forward_finish(),
  * ip6_forward_finish(): counters, then dst_output()), noted from the hook
- * state of the packets the engine takes, as nf_queue keeps it; per family.
+ * state of the packets the engine takes, as nf_queue keeps it; per
+ * namespace and family.  Only routed packets are taken (pep.c), so it is
+ * the IP layer's own.
  */
-static int (*les_fwd_okfn[2])(struct net *net, struct sock *sk,
-			      struct sk_buff *skb);
-
-void les_accel_note_okfn(const struct nf_hook_state *state)
+void les_accel_note_okfn(struct les_accel_net *an,
+			 const struct nf_hook_state *state)
 {
 	unsigned int i = state->pf == NFPROTO_IPV6;
 
-	if (READ_ONCE(les_fwd_okfn[i]) != state->okfn)
-		WRITE_ONCE(les_fwd_okfn[i], state->okfn);
+	if (READ_ONCE(an->fwd_okfn[i]) != state->okfn)
+		WRITE_ONCE(an->fwd_okfn[i], state->okfn);
 }
 
 /* Forward @skb (taken at FORWARD) as the stack would have. */
-void les_accel_release(struct net *net, struct sk_buff *skb)
+void les_accel_release(struct les_accel_net *an, struct sk_buff *skb)
 {
 	int (*okfn)(struct net *net, struct sock *sk, struct sk_buff *skb);
+	struct net *net = an->pacer.net;
 
-	okfn = READ_ONCE(les_fwd_okfn[skb->protocol == htons(ETH_P_IPV6)]);
+	okfn = READ_ONCE(an->fwd_okfn[skb->protocol == htons(ETH_P_IPV6)]);
 	rcu_read_lock();
 	if (okfn) {
 		okfn(net, NULL, skb);
@@ -98,7 +99,7 @@ static ktime_t les_pacer_run(struct les_pacer *p)
 	p->armed = next;
 	spin_unlock(&p->lock);
 	while ((skb = __skb_dequeue(&due)))
-		les_accel_release(p->net, skb);
+		les_accel_release(container_of(p, struct les_accel_net, pacer), skb);
 	return next;
 }
 
@@ -270,10 +271,10 @@ static struct les_hop_lane *les_hop_lane_find(struct les_accel_net *an,
 }
 
 /*
- * @skb's lane, made if none waits.  If none can be made, the spare one,
- * which then takes every SA without a lane of its own until it is empty:
- * an SA's packets wait in one lane at most (in order), even if some of
- * them wait behind another SA's there.
+ * @skb's lane, made if none waits; NULL if none can be made.  Every SA has
+ * a lane of its own, or its packets do not wait: one that cannot wait in
+ * order, and unguarded, is not taken (its caller drops it, or holds
+ * nothing).
  */
 static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 					     const struct sk_buff *skb)
@@ -283,17 +284,13 @@ static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 
 	if (l)
 		return l;
-	if (!list_empty(&an->spare_lane.queue))
-		return &an->spare_lane;
-	l = kmalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
+	l = kzalloc(sizeof(*l), GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	if (!l)
-		return &an->spare_lane;
+		return NULL;
 	l->spi = spi;
 	INIT_LIST_HEAD(&l->queue);
 	INIT_LIST_HEAD(&l->busy);
 	INIT_LIST_HEAD(&l->guard);
-	l->guard_limit = 0;
-	l->guard_since = 0;
 	hlist_add_head(&l->hnode, les_hop_bucket(an, l->spi));
 	return l;
 }
@@ -305,7 +302,7 @@ static struct les_hop_lane *les_hop_lane_get(struct les_accel_net *an,
 static void les_hop_lane_put(struct les_accel_net *an, struct les_hop_lane *l)
 {
 	list_del_init(&l->busy);
-	if (l == &an->spare_lane || !list_empty(&l->guard))
+	if (!list_empty(&l->guard) || !list_empty(&l->queue))
 		return;
 	hlist_del(&l->hnode);
 	kfree(l);
@@ -319,15 +316,15 @@ static void les_hop_lane_put(struct les_accel_net *an, struct les_hop_lane *l)
  * arrive, and its data, ACKed early, would be lost.  So none of an SA's
  * packets goes onto the hop more than @guard_limit ahead of the oldest
  * copy out there that its receiver has not ACKed (or SACKed), whose resend
- * the SA then waits for.  Copies join when first sent, from their SA's own
- * lane (the spare lane's SAs are not guarded), and leave when ACKed.
+ * the SA then waits for.  Copies join when first sent, from their SA's
+ * lane, and leave when ACKed.
  */
 static void les_hop_guard_add(struct les_accel_net *an, struct les_hop_lane *l,
 			      struct les_held *h, u32 seq)
 {
 	u32 window = h->dir->replay_window;
 
-	if (h->lane || l == &an->spare_lane || !window || h->dir->unguarded)
+	if (h->lane || !window || h->dir->unguarded)
 		return;
 	/* The LAN reorders too: a slack, but never more than half of it. */
 	l->guard_limit = window - min_t(u32, window / 2, LES_ACCEL_REORDER_SLACK);
@@ -413,9 +410,6 @@ void les_hop_init(struct les_accel_net *an)
 	for (i = 0; i < ARRAY_SIZE(an->lanes); i++)
 		INIT_HLIST_HEAD(&an->lanes[i]);
 	INIT_LIST_HEAD(&an->hop_busy);
-	INIT_LIST_HEAD(&an->spare_lane.queue);
-	INIT_LIST_HEAD(&an->spare_lane.busy);
-	an->spare_lane.spi = 0;
 }
 
 static void les_hop_append(struct les_pep_net *pn, struct les_hop_lane *l,
@@ -432,11 +426,17 @@ static void les_hop_append(struct les_pep_net *pn, struct les_hop_lane *l,
 	h->waiting = true;
 }
 
-void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
+/* A copy first sent from its lane; false if its SA can have none. */
+bool les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 			struct les_accel_dir *d)
 {
+	struct les_hop_lane *l = les_hop_lane_get(&pn->accel, h->skb);
+
+	if (!l)
+		return false;
 	h->dir = d;
-	les_hop_append(pn, les_hop_lane_get(&pn->accel, h->skb), h);
+	les_hop_append(pn, l, h);
+	return true;
 }
 
 /*
@@ -444,13 +444,17 @@ void les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
  * first sends, behind the resends already there.  Its SA's receiver has
  * had newer packets; the replay guard may be waiting for this one.
  */
-void les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
+bool les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
 			  struct les_accel_dir *d)
 {
 	struct les_hop_lane *l = les_hop_lane_get(&pn->accel, h->skb);
-	struct list_head *pos = &l->queue;
+	struct list_head *pos;
 	struct les_held *w;
 
+	/* No lane now: the copy stays held, the next timeout tries again. */
+	if (!l)
+		return false;
+	pos = &l->queue;
 	h->dir = d;
 	list_for_each_entry(w, &l->queue, wait) {
 		if (!w->dir || !w->tx)
@@ -459,36 +463,68 @@ void les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
 	}
 	les_hop_append(pn, l, h);
 	list_move(&h->wait, pos);
+	return true;
+}
+
+/* May @l keep @skb, which only passes? */
+static bool les_hop_lane_room(struct les_accel_net *an,
+			      const struct les_hop_lane *l,
+			      const struct sk_buff *skb)
+{
+	u64 rate = READ_ONCE(an->pacer.rate), max;
+
+	/* kbit/s x ms / 8 = bytes */
+	max = max_t(u64, LES_HOP_LANE_MIN, rate * LES_HOP_LANE_MS / 8);
+	return l->pass_packets < LES_HOP_LANE_PACKETS &&
+	       (u64)l->pass_bytes + skb->len <= max;
 }
 
 /*
  * A packet that only passes: it keeps its place among its SA's copies.
  * With nothing of its SA waiting, room in the pacer and the replay guard
  * not holding its SA back, it goes straight in, as les_hop_drain() would
- * take it (no node to allocate).
+ * take it (no node to allocate).  Else it waits in its lane, as far as
+ * the lane's bound and `buffer` let it (hold.c), or is dropped: none of
+ * it is ACKed early, its sender sends again.  @unread: its header zone
+ * did not authenticate, or was a replay; its sequence number, which
+ * anyone can write, neither waits for the replay guard nor holds the SA
+ * back (the receiver's xfrm moves its window on authentic packets only).
  */
 void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
-		       struct les_accel_todo *todo)
+		       struct les_accel_todo *todo, bool unread)
 {
 	struct les_accel_net *an = &pn->accel;
-	struct les_held *h = NULL;
 	struct les_hop_lane *l;
+	struct les_held *h;
+	bool room, full = false;
 	u32 seq;
 
 	l = les_hop_lane_find(an, les_hop_esp(skb, &seq));
-	if (!l && !list_empty(&an->spare_lane.queue))
-		l = &an->spare_lane;
 	/* Waiting for the guard, it waits in its lane (les_hop_lane_take()). */
-	if ((l && !list_empty(&l->queue)) || !les_pacer_room(&an->pacer, todo) ||
-	    (l && les_hop_guard_head(l, seq)))
-		h = les_held_new(skb, 0, 0);
-	if (!h) {
+	if (!(l && !list_empty(&l->queue)) && les_pacer_room(&an->pacer, todo) &&
+	    !(l && !unread && les_hop_guard_head(l, seq))) {
 		todo->pace_bytes += skb->len;
 		__skb_queue_tail(&todo->pace, skb);
 		return;
 	}
+	if (!l)
+		l = les_hop_lane_get(an, skb);
+	room = l && les_hop_lane_room(an, l, skb);
+	h = room ? les_held_new(an, skb, 0, 0, &full) : NULL;
+	if (!h) {
+		/* At a bound, or (no lane, no node) out of memory. */
+		les_stat_inc(pn->net, !l || (room && !full) ?
+			     LES_STAT_ACCEL_ERRORS : LES_STAT_ACCEL_HOP_DROPS);
+		if (l && list_empty(&l->busy))
+			les_hop_lane_put(an, l);
+		kfree_skb(skb);
+		return;
+	}
 	INIT_LIST_HEAD(&h->node);
-	les_hop_append(pn, l ?: les_hop_lane_get(an, skb), h);
+	h->unread = unread;
+	l->pass_bytes += skb->len;
+	l->pass_packets++;
+	les_hop_append(pn, l, h);
 }
 
 enum les_hop_take { LES_HOP_TOOK, LES_HOP_BLOCKED, LES_HOP_EMPTY };
@@ -505,7 +541,7 @@ static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
 	if (!h)
 		return LES_HOP_EMPTY;
 	les_hop_esp(h->skb, &seq);
-	if (les_hop_guard_waits(pn, l, seq, todo))
+	if (!h->unread && les_hop_guard_waits(pn, l, seq, todo))
 		return LES_HOP_BLOCKED;
 	if (h->dir) {
 		/* The receiver's window first; a copy not made, later. */
@@ -518,9 +554,11 @@ static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
 		return LES_HOP_TOOK;
 	}
 	list_del(&h->wait);
+	l->pass_bytes -= h->skb->len;
+	l->pass_packets--;
 	todo->pace_bytes += h->skb->len;
 	__skb_queue_tail(&todo->pace, h->skb);
-	les_held_node_free(h);
+	les_held_node_free(&pn->accel, h);
 	return LES_HOP_TOOK;
 }
 
@@ -585,7 +623,7 @@ void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out)
 		list_for_each_entry_safe(h, tmp, &l->queue, wait) {
 			list_del(&h->wait);
 			__skb_queue_tail(out, h->skb);
-			les_held_node_free(h);
+			les_held_node_free(an, h);
 		}
 		les_hop_lane_put(an, l);
 	}

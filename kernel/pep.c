@@ -22,6 +22,7 @@
 #include <linux/ipv6.h>
 #include <linux/memcontrol.h>
 #include <linux/module.h>
+#include <linux/netfilter_bridge.h>
 #include <linux/netfilter_ipv4.h>
 #include <linux/netfilter_ipv6.h>
 #include <linux/overflow.h>
@@ -168,7 +169,7 @@ static void les_pep_accel(struct les_flow *f, unsigned int from, void *arg)
 
 	if (!f) {
 		if (op->to_hop)
-			les_hop_queue_skb(op->pn, op->skb, a->todo);
+			les_hop_queue_skb(op->pn, op->skb, a->todo, false);
 		else
 			__skb_queue_tail(&a->todo->release, op->skb);
 	} else {
@@ -185,7 +186,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	struct les_pep_net *pn = op->pn;
 	struct xfrm_state *x = op->x;
 	struct les_pep_pkt pkt;
-	bool dead = false;
+	bool dead = false, authentic;
 	int why;
 
 	u64 seq;
@@ -247,6 +248,8 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		}
 	}
 	spin_unlock_bh(&x->lock);
+	/* Authentic and new: only such a packet steers anything (pace.c). */
+	authentic = !why;
 	if (!why)
 		why = les_pep_parse(op, &pkt);
 	/*
@@ -272,7 +275,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		 */
 		if (op->skb && op->to_hop) {
 			spin_lock_bh(&pn->flows.lock);
-			les_hop_queue_skb(pn, op->skb, todo);
+			les_hop_queue_skb(pn, op->skb, todo, !authentic);
 			les_hop_drain(pn, todo);
 			spin_unlock_bh(&pn->flows.lock);
 		} else if (op->skb) {
@@ -491,6 +494,14 @@ static int les_pep_hop(struct les_pep_net *pn, struct sk_buff *skb,
 	/* IPv4 options are ip_forward_finish()'s to handle: not taken. */
 	if (state->pf == NFPROTO_IPV4 && ip_hdr(skb)->ihl != 5)
 		return 0;
+#if IS_ENABLED(CONFIG_BRIDGE_NETFILTER)
+	/*
+	 * Bridged, and seen at FORWARD by br_netfilter: the bridge's own
+	 * continuation follows the hook, not the IP layer's (pace.c).
+	 */
+	if (nf_bridge_info_exists(skb))
+		return 0;
+#endif
 	if (state->out && state->out->ifindex == hop)
 		return 1;
 	if (state->in && state->in->ifindex == hop)
@@ -541,11 +552,20 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	}
 	hop = les_pep_hop(pn, skb, state);
 	if (hop)
-		les_accel_note_okfn(state);
+		les_accel_note_okfn(&pn->accel, state);
 	why = les_pep_queue(pn, x, sa, skb, outer, hop, hop == 1, draining, &taken);
 	if (why) {
 		les_stat_inc(net, why);
 		xfrm_state_put(x);
+		/*
+		 * Accelerating, a packet the engine could not take for want of
+		 * room is dropped, as a qdisc drops at its limit.  Forwarded
+		 * unread, onto the hop it would pass the replay guard (pace.c);
+		 * off it, past its receiver's window, its sequence number would
+		 * make every resend of data the far PEP ACKed early a replay.
+		 */
+		if (hop && (why == LES_STAT_PEP_BACKLOG_FULL || why == LES_STAT_PEP_ERRORS))
+			return NF_DROP;
 		return NF_ACCEPT;
 	}
 	if (taken)

@@ -63,17 +63,19 @@ bool les_rcv_relied_on(const struct les_accel_dir *d)
 
 /*
  * Data of @s, off the hop, for the receiver !@s.  Returns true if the
- * packet is held here; false if it goes on now.
+ * packet is held here, or dropped into @todo; false if it goes on now.
  */
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
-		  struct sk_buff *skb, struct xfrm_state *view)
+		  struct sk_buff *skb, struct xfrm_state *view,
+		  struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_dir *d = &af->dir[s];
 	const struct les_flow_side *rcv = &af->flow->side[!s];
 	u32 end = pkt->tcp.seq + pkt->payload;
 	struct les_held *h, *pos;
+	bool full;
 
 	/*
 	 * Inside the window it goes on, even past held packets: it is a resent
@@ -83,16 +85,19 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (!pkt->payload || !(rcv->flags_seen & LES_TCP_ACK) ||
 	    !after(end, les_side_edge(rcv)))
 		return false;
-	/* No room: it goes on, and the receiver drops what it cannot take. */
-	if (d->over_bytes + pkt->payload > READ_ONCE(an->cfg.flow_buffer) ||
-	    an->held_bytes + pkt->payload > READ_ONCE(an->cfg.buffer)) {
-		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
-		return false;
-	}
-	h = les_held_new(skb, pkt->tcp.seq, end);
+	/*
+	 * No room: dropped here, where it was never seen.  Forwarded, the
+	 * receiver's TCP would drop it too, but only after its xfrm took the
+	 * sequence number, and refused every resend of the data from then
+	 * on: data the far PEP ACKed early, lost.  Dropped, it comes again
+	 * (the far PEP's copy, or its sender's).
+	 */
+	h = d->over_bytes + pkt->payload <= READ_ONCE(an->cfg.flow_buffer) ?
+	    les_held_new(an, skb, pkt->tcp.seq, end, &full) : NULL;
 	if (!h) {
-		les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
-		return false;
+		les_stat_inc(pn->net, LES_STAT_ACCEL_OVER_DROPS);
+		__skb_queue_tail(&todo->drop, skb);
+		return true;
 	}
 	if (list_empty(&d->over)) {
 		d->over_moved = ktime_get();
@@ -154,7 +159,7 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		d->over_bytes -= h->end - h->seq;
 		an->held_bytes -= h->end - h->seq;
 		__skb_queue_tail(&todo->release, h->skb);
-		les_held_node_free(h);
+		les_held_node_free(an, h);
 		d->over_moved = ktime_get();
 		d->update_since = d->over_moved;
 		d->probes = 0;
@@ -338,7 +343,7 @@ static void les_rcv_thin_send(struct les_pep_net *pn, struct les_accel_dir *d,
 {
 	if (!d->thin_skb)
 		return;
-	les_hop_queue_skb(pn, d->thin_skb, todo);
+	les_hop_queue_skb(pn, d->thin_skb, todo, false);
 	d->thin_skb = NULL;
 	d->fwd_ack = d->thin_ack;
 }

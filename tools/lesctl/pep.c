@@ -315,6 +315,7 @@ struct config {
 	unsigned int hook, max_flows, idle, mark, port, backlog, flows;
 	unsigned int accel, hop, hop_rate, flow_buffer, buffer, peer_buffer, accel_flows;
 	unsigned long long held;
+	unsigned long long mem;
 };
 
 static int config_cb(const struct nlmsghdr *nlh, void *data)
@@ -343,6 +344,7 @@ static int config_cb(const struct nlmsghdr *nlh, void *data)
 	c->peer_buffer = get_uint(t.tb[LES_A_PEER_BUFFER]);
 	c->held = get_uint(t.tb[LES_A_HELD]);
 	c->accel_flows = get_uint(t.tb[LES_A_ACCEL_FLOWS]);
+	c->mem = t.tb[LES_A_MEM] ? get_uint(t.tb[LES_A_MEM]) : 0;
 	return MNL_CB_OK;
 }
 
@@ -445,18 +447,20 @@ static int pep_show(struct les_nl *nl)
 		fprintf(outf, "{\"hook\":%s,\"mark\":%u,\"encap_port\":%u,\"backlog\":%u,"
 		       "\"max_flows\":%u,\"idle_timeout\":%u,\"flows\":%u,"
 		       "\"accel\":%s,\"hop_dev\":\"%s\",\"hop_rate\":%u,\"flow_buffer\":%u,"
-		       "\"buffer\":%u,\"peer_buffer\":%u,\"held\":%llu,\"accel_flows\":%u,"
-		       "\"keys\":[",
+		       "\"buffer\":%u,\"peer_buffer\":%u,\"held\":%llu,\"mem\":%llu,"
+		       "\"accel_flows\":%u,\"keys\":[",
 		       c.hook ? "true" : "false", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows, c.accel ? "true" : "false", hop,
-		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.accel_flows);
+		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.mem,
+		       c.accel_flows);
 	else
 		fprintf(outf, "hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
 		       "flows %u\naccel %s hop-dev %s hop-rate %u flow-buffer %u buffer %u "
-		       "peer-buffer %u held %llu accel-flows %u\n",
+		       "peer-buffer %u held %llu mem %llu accel-flows %u\n",
 		       c.hook ? "on" : "off", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows, c.accel ? "on" : "off", hop,
-		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.accel_flows);
+		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.mem,
+		       c.accel_flows);
 	fflush(stdout);
 	nlh = nl_request(nl, nl->family, LES_CMD_GET_KEY, LES_GENL_VERSION, NLM_F_DUMP);
 	if (nl_talk(nl, nlh, key_cb, &k) < 0) {
