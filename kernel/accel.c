@@ -196,6 +196,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->ts = pkt->tcp.has_ts;
 	d->ack_point = pkt->tcp.seq;
 	d->adv_edge = pkt->tcp.seq;
+	d->snd_edge = pkt->tcp.seq;
 	d->rcv_ack = rcv->ack;
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
@@ -317,7 +318,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		}
 		if (pkt->payload || !absorb) {
 			if (!(on || les_rcv_relied_on(d)) ||
-			    !les_rcv_data(pn, af, from, pkt, skb, view, todo))
+			    !les_rcv_data(pn, af, from, pkt, skb, view))
 				__skb_queue_tail(&todo->release, skb);
 		} else {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
@@ -325,8 +326,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		}
 	}
 	/* Nothing left to do for it: a plain observed flow again. */
-	if (!on && !les_accel_flow_busy(f) && !af->dir[0].early && !af->dir[1].early &&
-	    !les_rcv_relied_on(&af->dir[0]) && !les_rcv_relied_on(&af->dir[1]))
+	if (!on && !les_accel_flow_busy(f) && !af->dir[0].early && !af->dir[1].early)
 		les_accel_flow_free(pn, f);
 	return;
 
@@ -541,4 +541,6 @@ void les_accel_net_exit(struct les_pep_net *pn)
 	cancel_delayed_work_sync(&an->tick);
 	les_accel_orphans(pn);
 	les_pacer_stop(&an->pacer);
+	/* Every packet kept was given back, with its charge (hold.c). */
+	WARN_ON_ONCE(an->mem || an->held_bytes);
 }

@@ -150,7 +150,8 @@ struct les_accel_dir {
 	bool ack_due;		/* an early ACK waits for the batch's end */
 	bool rto_unanswered;	/* the timer resent, no receiver ACK since */
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
-	u32 adv_edge;		/* right edge advertised to the sender */
+	u32 adv_edge;		/* right edge of the room given the sender */
+	u32 snd_edge;		/* ... as the sender saw it, scaled */
 	bool ts;		/* the flow uses timestamps */
 	u32 tsecr;		/* the sender's TSval of the newest in-order data */
 	bool ts_sent_valid;
@@ -393,8 +394,7 @@ static inline void les_held_timeout(struct les_held *h)
 bool les_rcv_relied_on(const struct les_accel_dir *d);
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
-		  struct sk_buff *skb, struct xfrm_state *view,
-		  struct les_accel_todo *todo);
+		  struct sk_buff *skb, struct xfrm_state *view);
 void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, struct les_accel_todo *todo);
 bool les_rcv_thin(struct les_pep_net *pn, struct les_accel_flow *af,
@@ -426,7 +426,7 @@ bool les_hop_queue_held(struct les_pep_net *pn, struct les_held *h,
 			struct les_accel_dir *d);
 bool les_hop_queue_resend(struct les_pep_net *pn, struct les_held *h,
 			  struct les_accel_dir *d);
-void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
+bool les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo, bool unread);
 void les_hop_drain(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_hop_flush(struct les_pep_net *pn, struct sk_buff_head *out);

@@ -148,7 +148,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	const struct les_tcp_seg *t = &pkt->tcp;
 	u32 len = pkt->payload, seq = t->seq, end = seq + len;
 	struct les_held *h, *prev;
-	bool room, full;
+	bool room;
 
 	/*
 	 * The sender probes a window we closed (seq below what we ACKed, no
@@ -195,7 +195,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	       (d->held_bytes + len <= READ_ONCE(an->cfg.flow_buffer) &&
 		!after(end, les_early_send_limit(pn, d)));
 	prev = room ? les_early_slot(d, seq, end) : ERR_PTR(-ENOSPC);
-	h = IS_ERR(prev) ? NULL : les_held_new(an, skb, seq, end, &full);
+	h = IS_ERR(prev) ? NULL : les_held_new(an, skb, seq, end, NULL);
 	if (!h) {
 		/*
 		 * No room, or it overlaps what we hold: it travels unheld and
@@ -556,16 +556,18 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	space = les_early_space(pn, d);
 	if (after(d->ack_point + space, d->adv_edge))
 		d->adv_edge = d->ack_point + space;
+	win = (d->adv_edge - d->ack_point) >> shift;
 	/*
-	 * Scaled, rounded up: rounded down, the right edge the sender sees
-	 * could move back by up to a scale unit (RFC 7323 2.4;
-	 * tcp_select_window() rounds up too).  @adv_edge is then the edge
-	 * the sender was given.
+	 * Scaled down, the right edge the sender sees could move back (RFC
+	 * 7323 2.4): then it stays where it was, rounded up, as
+	 * tcp_select_window() keeps it.  What the sender sends past
+	 * @adv_edge is held only if there is room (les_early_data()).
 	 */
-	win = min_t(u32, DIV_ROUND_UP(d->adv_edge - d->ack_point, 1U << shift),
-		    0xffff);
-	if (after(d->ack_point + (win << shift), d->adv_edge))
-		d->adv_edge = d->ack_point + (win << shift);
+	if (before(d->ack_point + (win << shift), d->snd_edge))
+		win = DIV_ROUND_UP(d->snd_edge - d->ack_point, 1U << shift);
+	win = min_t(u32, win, 0xffff);
+	if (after(d->ack_point + (win << shift), d->snd_edge))
+		d->snd_edge = d->ack_point + (win << shift);
 
 	memset(desc, 0, sizeof(*desc));
 	desc->family = f->key.family == AF_INET ? 4 : 6;

@@ -116,8 +116,11 @@ static bool les_flow_evict_one(struct les_flow_table *t, unsigned long now)
 
 	list_for_each_entry(f, &t->lru, lru) {
 		/* What a flow holds was ACKed in its receiver's name. */
-		if (les_accel_flow_busy(f))
+		if (les_accel_flow_busy(f)) {
+			if (++scanned == LES_FLOW_EVICT_SCAN)
+				break;
 			continue;
+		}
 		if (f->state != LES_FLOW_ESTABLISHED || les_flow_idle(t, f, now)) {
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
@@ -317,7 +320,7 @@ static void les_flow_gc(struct work_struct *work)
 	unsigned int budget = LES_FLOW_GC_BUDGET;
 	unsigned long now = jiffies;
 	struct les_flow *f, *tmp;
-	bool more;
+	bool more, freed = false;
 
 	spin_lock_bh(&t->lock);
 	list_for_each_entry_safe(f, tmp, &t->lru, lru) {
@@ -327,9 +330,11 @@ static void les_flow_gc(struct work_struct *work)
 			/* The limit was lowered: the oldest go first. */
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
+			freed = true;
 		} else if (les_flow_idle(t, f, now)) {
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EXPIRED);
+			freed = true;
 		} else if (!time_after_eq(now, f->last_seen + t->idle_timeout * HZ)) {
 			break;
 		}
@@ -338,9 +343,10 @@ static void les_flow_gc(struct work_struct *work)
 	}
 	more = t->count > 0;
 	spin_unlock_bh(&t->lock);
+	/* At once again only if this run freed all it could: no spinning. */
 	if (more)
 		queue_delayed_work(system_power_efficient_wq, &t->gc,
-				   budget ? HZ : 1);
+				   budget || !freed ? HZ : 1);
 }
 
 /*
@@ -352,21 +358,32 @@ void les_flow_flush(struct les_flow_table *t, bool keep_busy)
 {
 	struct les_flow *f;
 	unsigned int n;
+	LIST_HEAD(todo);
 	LIST_HEAD(kept);
 	bool more;
 
+	/*
+	 * The flows there are now; one that a packet moves back to the table's
+	 * list meanwhile (busy) stays, and the flush ends however busy the
+	 * table is.  Only under the lock is either list touched.
+	 */
+	spin_lock_bh(&t->lock);
+	list_splice_init(&t->lru, &todo);
+	spin_unlock_bh(&t->lock);
 	do {
 		spin_lock_bh(&t->lock);
-		for (n = 0; n < LES_FLOW_FLUSH_BATCH && !list_empty(&t->lru); n++) {
-			f = list_first_entry(&t->lru, struct les_flow, lru);
+		for (n = 0; n < LES_FLOW_FLUSH_BATCH && !list_empty(&todo); n++) {
+			f = list_first_entry(&todo, struct les_flow, lru);
 			if (keep_busy && les_accel_flow_busy(f))
 				list_move_tail(&f->lru, &kept);
 			else
 				les_flow_free(t, f);
 		}
-		more = !list_empty(&t->lru);
-		if (!more)
+		more = !list_empty(&todo);
+		if (!more) {
+			/* Oldest first again: the kept, then those seen since. */
 			list_splice(&kept, &t->lru);
+		}
 		spin_unlock_bh(&t->lock);
 		cond_resched();
 	} while (more);

@@ -44,6 +44,8 @@ int les_held_cache_init(void)
 
 void les_held_cache_exit(void)
 {
+	/* Every namespace gave back what it was charged. */
+	WARN_ON(atomic_long_read(&les_accel_mem));
 	kmem_cache_destroy(les_held_cache);
 }
 
@@ -73,22 +75,24 @@ static bool les_held_charge(struct les_accel_net *an, struct les_held *h)
 
 /*
  * A node for @skb, charged (above); NULL if it may not be kept, with
- * *@full set when a bound (not the allocator) said no.
+ * *@full (if given) set when a bound, not the allocator, said no.
  */
 struct les_held *les_held_new(struct les_accel_net *an, struct sk_buff *skb,
 			      u32 seq, u32 end, bool *full)
 {
-	struct les_held *h = kmem_cache_zalloc(les_held_cache,
-					       GFP_ATOMIC | __GFP_ACCOUNT);
+	struct les_held *h = kmem_cache_zalloc(les_held_cache, GFP_ATOMIC |
+					       __GFP_ACCOUNT | __GFP_NOWARN);
 
-	*full = false;
+	if (full)
+		*full = false;
 	if (!h)
 		return NULL;
 	h->skb = skb;
 	h->seq = seq;
 	h->end = end;
 	if (!les_held_charge(an, h)) {
-		*full = true;
+		if (full)
+			*full = true;
 		kmem_cache_free(les_held_cache, h);
 		return NULL;
 	}

@@ -324,7 +324,7 @@ static void les_hop_guard_add(struct les_accel_net *an, struct les_hop_lane *l,
 {
 	u32 window = h->dir->replay_window;
 
-	if (h->lane || !window || h->dir->unguarded)
+	if (h->lane || h->dir->unguarded)
 		return;
 	/* The LAN reorders too: a slack, but never more than half of it. */
 	l->guard_limit = window - min_t(u32, window / 2, LES_ACCEL_REORDER_SLACK);
@@ -489,8 +489,9 @@ static bool les_hop_lane_room(struct les_accel_net *an,
  * did not authenticate, or was a replay; its sequence number, which
  * anyone can write, neither waits for the replay guard nor holds the SA
  * back (the receiver's xfrm moves its window on authentic packets only).
+ * False if it was dropped.
  */
-void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
+bool les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		       struct les_accel_todo *todo, bool unread)
 {
 	struct les_accel_net *an = &pn->accel;
@@ -505,7 +506,7 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 	    !(l && !unread && les_hop_guard_head(l, seq))) {
 		todo->pace_bytes += skb->len;
 		__skb_queue_tail(&todo->pace, skb);
-		return;
+		return true;
 	}
 	if (!l)
 		l = les_hop_lane_get(an, skb);
@@ -518,13 +519,14 @@ void les_hop_queue_skb(struct les_pep_net *pn, struct sk_buff *skb,
 		if (l && list_empty(&l->busy))
 			les_hop_lane_put(an, l);
 		kfree_skb(skb);
-		return;
+		return false;
 	}
 	INIT_LIST_HEAD(&h->node);
 	h->unread = unread;
 	l->pass_bytes += skb->len;
 	l->pass_packets++;
 	les_hop_append(pn, l, h);
+	return true;
 }
 
 enum les_hop_take { LES_HOP_TOOK, LES_HOP_BLOCKED, LES_HOP_EMPTY };

@@ -248,8 +248,13 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		}
 	}
 	spin_unlock_bh(&x->lock);
-	/* Authentic and new: only such a packet steers anything (pace.c). */
-	authentic = !why;
+	/*
+	 * Only a header zone that authenticated and passed the replay window
+	 * steers anything (pace.c).  One not opened for want of memory, or
+	 * under a key that went, is genuine all the same: the receiver's
+	 * xfrm will take it.
+	 */
+	authentic = why != LES_STAT_PEP_AUTH_FAILED && why != LES_STAT_PEP_REPLAY;
 	if (!why)
 		why = les_pep_parse(op, &pkt);
 	/*

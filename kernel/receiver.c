@@ -63,19 +63,18 @@ bool les_rcv_relied_on(const struct les_accel_dir *d)
 
 /*
  * Data of @s, off the hop, for the receiver !@s.  Returns true if the
- * packet is held here, or dropped into @todo; false if it goes on now.
+ * packet is held here, or dropped; false if it goes on now.
  */
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
-		  struct sk_buff *skb, struct xfrm_state *view,
-		  struct les_accel_todo *todo)
+		  struct sk_buff *skb, struct xfrm_state *view)
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_dir *d = &af->dir[s];
 	const struct les_flow_side *rcv = &af->flow->side[!s];
 	u32 end = pkt->tcp.seq + pkt->payload;
 	struct les_held *h, *pos;
-	bool full;
+	bool full = true;
 
 	/*
 	 * Inside the window it goes on, even past held packets: it is a resent
@@ -95,8 +94,9 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	h = d->over_bytes + pkt->payload <= READ_ONCE(an->cfg.flow_buffer) ?
 	    les_held_new(an, skb, pkt->tcp.seq, end, &full) : NULL;
 	if (!h) {
-		les_stat_inc(pn->net, LES_STAT_ACCEL_OVER_DROPS);
-		__skb_queue_tail(&todo->drop, skb);
+		les_stat_inc(pn->net, full ? LES_STAT_ACCEL_OVER_DROPS :
+					     LES_STAT_ACCEL_ERRORS);
+		kfree_skb(skb);
 		return true;
 	}
 	if (list_empty(&d->over)) {
@@ -343,9 +343,10 @@ static void les_rcv_thin_send(struct les_pep_net *pn, struct les_accel_dir *d,
 {
 	if (!d->thin_skb)
 		return;
-	les_hop_queue_skb(pn, d->thin_skb, todo, false);
+	/* Dropped at a bound, the ACK was not forwarded: not said. */
+	if (les_hop_queue_skb(pn, d->thin_skb, todo, false))
+		d->fwd_ack = d->thin_ack;
 	d->thin_skb = NULL;
-	d->fwd_ack = d->thin_ack;
 }
 
 /* The tick: a waiting ACK older than LES_THIN_MS goes (0 @now: at once). */
