@@ -18,9 +18,11 @@ says why each setting is what it is.
     testbed.py run --ko les.ko --out DIR [--set demo|full|check]
                    [--profiles P,..] [--modes M,..] [--workloads W,..]
                    [--reps N] [--max-time S] [--profile NAME:rtt=MS,down=KBIT,up=KBIT,loss=PCT]
-                   [--pepsal PATH]
+                   [--budget S] [--pepsal PATH]
         as root inside the VM (tools/demo.sh boots it): one JSON line per
-        fetch to DIR/results.jsonl, progress on stdout.
+        fetch to DIR/results.jsonl, progress on stdout.  Before each mode
+        it checks that the host keeps the link's timing (tools/timing.py);
+        each line records that reading.
     testbed.py report DIR/results.jsonl [--png FILE]
         anywhere: one table per profile (modes x workloads, seconds, the
         physical bound last) and a chart.
@@ -40,6 +42,8 @@ import time
 import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import timing  # noqa: E402
 CONF = os.path.join(HERE, "testbed.toml")
 LESCTL = os.path.join(HERE, "lesctl", "lesctl")
 WORK = "/tmp/testbed"
@@ -752,15 +756,38 @@ def cmd_run(a):
     load_les(a.ko)
     sh(f"rm -rf {WORK} && mkdir -p {WORK}")
     try:
-        done, failed = fetch_all(profiles, modes, workloads, reps, max_time, results)
+        done, failed, skipped = fetch_all(profiles, modes, workloads, reps, max_time, results,
+                                          a.budget)
     finally:
         flush_sas()
         topology_down()
     print(f"testbed: {done} fetches, {failed} failed; results in {results}")
+    if skipped:
+        cells = sorted({(p, m) for p, m, _, _ in skipped})
+        print(f"testbed: {len(skipped)} fetches not started, {a.budget} s budget spent: "
+              + ", ".join(f"{p} {m}" for p, m in cells))
+        print("  run them with `make demo FULL=1`, or a subset: tools/testbed.py run "
+              f"--profiles {','.join(dict.fromkeys(p for p, _ in cells))} "
+              f"--modes {','.join(dict.fromkeys(m for _, m in cells))}")
     return 1 if failed else 0
 
 
-def fetch_all(profiles, modes, workloads, reps, max_time, results):
+def instrument(prof, pname, mname):
+    """The instrument check (tools/timing.py) before a mode's fetches."""
+    hop = plan("10.2.0.2")
+    rtt = timing.ping_rtt(sh(f"ping -c 5 -i 0.2 -W 3 {hop}", "rpep", check=False).stdout)
+    reading = timing.judge(prof, rtt, timing.timer_lateness())
+    print(f"[timing] {pname} before {mname}: hop round trip {rtt} ms (profile "
+          f"{prof['rtt_ms']:g}), 1 ms sleeps late by {reading['timer_late_ms'][0]} ms "
+          f"(90 %: {reading['timer_late_ms'][1]}): "
+          + ("held" if reading["ok"] else "NOT HELD, " + "; ".join(reading["why"])), flush=True)
+    return reading
+
+
+def fetch_all(profiles, modes, workloads, reps, max_time, results, budget=None):
+    """Every (profile, mode, workload, rep); with @budget seconds, none is
+    started that the longest fetch of its workload so far (max_time before
+    the first) would take past it.  Returns (done, failed, skipped)."""
     kernel = os.uname().release
     topology_up()
     endpoint_tcp(profiles.values())
@@ -769,15 +796,34 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results):
     failed = 0
     total = len(profiles) * len(modes) * len(workloads) * reps
     done = 0
+    skipped, longest = [], {}
+
+    def fits(wname):
+        if not budget:
+            return True
+        need = min(max_time, 1.5 * longest[wname]) if wname in longest else max_time
+        return time.monotonic() - start + need <= budget
+
     with open(results, "w") as out:
         for pname, prof in profiles.items():
             hop_up(prof)
             params = dict(prof, queue_down_pkts=queue_limit(prof, prof["down_kbit"]),
                           queue_up_pkts=queue_limit(prof, prof["up_kbit"]))
+            clear_why = None
             for mname in modes:
+                if not any(fits(wname) for wname in workloads):
+                    skipped += [(pname, mname, wname, r) for wname in workloads
+                                for r in range(1, reps + 1)]
+                    continue
+                reading = instrument(prof, pname, mname)
+                if clear_why:
+                    reading = dict(reading, ok=False, why=reading.get("why", []) + [clear_why])
                 mode = Mode(mname, prof)
                 for wname, w in workloads.items():
                     for rep in range(1, reps + 1):
+                        if not fits(wname):
+                            skipped.append((pname, mname, wname, rep))
+                            continue
                         done += 1
                         el = int(time.monotonic() - start)
                         print(f"[{el // 60:2d}:{el % 60:02d}] {done}/{total} {pname} {mname:12s} "
@@ -790,26 +836,43 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results):
                         if why and res["status"] == "ok":
                             res["status"] = f"not carried by {mname}: {why}"
                         failed += res["status"] not in ("ok", "timeout")
+                        if res.get("total") is not None:
+                            longest[wname] = max(longest.get(wname, 0), res["total"])
+                        b = bound(prof, w)
+                        if (mname == "clear" and res["status"] == "ok" and "bytes" in w and
+                                not clear_why):
+                            clear_why = timing.judge_clear(prof, res["total"], b)
+                            if clear_why:
+                                reading = dict(reading, ok=False,
+                                               why=reading.get("why", []) + [clear_why])
                         line = dict(profile=pname, mode=mname, workload=wname, rep=rep, **res,
-                                    bytes=workload_bytes(w), bound=round(bound(prof, w), 3),
-                                    params=params, kernel=kernel)
+                                    bytes=workload_bytes(w), bound=round(b, 3),
+                                    params=params, kernel=kernel, timing=reading)
                         out.write(json.dumps(line) + "\n")
                         out.flush()
                         print(f" {res['total']} s {res['status']}", flush=True)
-    return done, failed
+    return done, failed, skipped
 
 
 # ---- report ---------------------------------------------------------------------------------
 
+def held(r):
+    """Did the host keep the link's timing for this fetch (tools/timing.py)?
+    Results from before the check count as held."""
+    return r.get("timing", {}).get("ok", True)
+
+
 def cell(rows):
     """Median seconds of a (profile, mode, workload), "> N" if a fetch timed
-    out, FAIL if one failed."""
+    out, FAIL if one failed; "*" after it if the host did not keep the link's
+    timing for one of them."""
+    star = "" if all(held(r) for r in rows) else "*"
     if any(r["status"] not in ("ok", "timeout") for r in rows):
-        return "FAIL", None
+        return "FAIL" + star, None
     if any(r["status"] == "timeout" for r in rows):
-        return f"> {max(r['total'] for r in rows):.0f}", None
+        return f"> {max(r['total'] for r in rows):.0f}" + star, None
     v = statistics.median(r["total"] for r in rows)
-    return f"{v:.2f}", v
+    return f"{v:.2f}" + star, v
 
 
 def tables(results):
@@ -841,6 +904,12 @@ def print_tables(results):
         for m, cells in rows:
             print(f"  {m:14s}" + "".join(f"{c[0]:>10s}" for c in cells))
         print(f"  {'bound':14s}" + "".join(f"{b:10.2f}" for b in bounds))
+        why = sorted({w for r in results if r["profile"] == pname and not held(r)
+                      for w in r["timing"].get("why", [])})
+        if why:
+            print("  * this host did not keep the link's timing (" + "; ".join(why) + "):")
+            print("    these times are not comparable with docs/benchmarks.md "
+                  "(docs/testbed.md, Timing)")
 
 
 def chart(results, png):
@@ -854,8 +923,8 @@ def chart(results, png):
         for i, (m, cells) in enumerate(rows):
             xs = [j + (i - (len(rows) - 1) / 2) * width for j in range(len(wls))]
             # A fetch that timed out stands at its cap, hatched: "> cap".
-            ys = [c[1] if c[1] is not None else float(c[0][2:]) if c[0].startswith(">") else 0
-                  for c in cells]
+            ys = [c[1] if c[1] is not None else
+                  float(c[0][2:].rstrip("*")) if c[0].startswith(">") else 0 for c in cells]
             bars = ax.bar(xs, ys, width, label=m, color=f"C{i}")
             for b, c in zip(bars, cells):
                 if c[1] is None:
@@ -903,6 +972,8 @@ def main():
     r.add_argument("--workloads", default="")
     r.add_argument("--reps", type=int, default=0)
     r.add_argument("--max-time", type=int, default=0)
+    r.add_argument("--budget", type=int, default=0, metavar="S",
+                   help="start no fetch that would end past S seconds; say what was left")
     r.add_argument("--pepsal", default="", metavar="PATH", help="a PEPsal binary: mode pepsal")
     p = sub.add_parser("report", help="tables and chart from results.jsonl")
     p.add_argument("results")

@@ -72,7 +72,13 @@ def run(T, out, ko):
     # 5.43 s, les-pep 4.59 to 4.76); the faster of two fetches is within
     # 0.1 s of the next mode's when nothing is saved (clear, ESP, LES:
     # docs/benchmarks.md), the first of a run being the slowest.
-    T.ok(esp is not None and pep is not None and pep < esp - 0.2,
-         "testbed: the page takes less time through accelerating PEPs than through ESP, "
-         "by 0.2 s or more (the faster of two fetches each)", {"esp": esp, "les-pep": pep,
-                                                               "fetches": rows})
+    name = ("testbed: the page takes less time through accelerating PEPs than through ESP, "
+            "by 0.2 s or more (the faster of two fetches each)")
+    # A host that did not keep the link's timing (tools/timing.py) cannot
+    # time a difference of a few tenths: said, not failed.
+    why = sorted({w for r in rows for w in r.get("timing", {}).get("why", [])})
+    if why:
+        T.skip(name, "the host did not keep the link's timing: " + "; ".join(why))
+        return
+    T.ok(esp is not None and pep is not None and pep < esp - 0.2, name,
+         {"esp": esp, "les-pep": pep, "fetches": rows})
