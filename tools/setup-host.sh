@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=10
+want_version=11
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -30,7 +30,9 @@ $SUDO apt-get install -y -qq --no-install-recommends \
 	python3 python3-pip python3-venv python3-cryptography python3-pytest \
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
 	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
-	dkms >/dev/null
+	dkms \
+	strongswan-charon strongswan-swanctl strongswan-pki charon-systemd \
+	libstrongswan-standard-plugins dpkg-dev >/dev/null
 
 # virtme-ng boots the test kernels; it is not packaged for bookworm.
 if ! command -v vng >/dev/null; then

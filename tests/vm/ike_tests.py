@@ -1,0 +1,375 @@
+# SPDX-License-Identifier: GPL-2.0
+"""LES keyed by IKEv2: Debian's charon with libstrongswan-les.so.
+
+Step `ike` of les_tests.py (les.ko loaded, topology a - m - b up).  One
+charon in a and one in b, each with its own /etc (/etc/netns/NS: the
+strongswan.conf, swanctl.conf and credentials of that namespace) and its own
+/run (bind-mounted, so pid file and vici socket do not collide); swanctl
+talks to each through --uri.  Certificates are Ed25519, made by `pki`.
+
+Checks: the plugin loads in both; `swanctl --initiate` brings up a CHILD_SA
+with `esp_proposals = les256,aes256gcm16` and `replay_window = 4096` whose
+states are LES (both ends hold byte-identical endpoint blobs, R2I set
+exactly on the responder-to-initiator SA), les.ko counts the traffic, TCP
+data arrives intact; a rekey gives new LES blobs; no key byte reaches
+charon's log at level 4; `swanctl --terminate` removes the states; and a
+stock peer (plugin not loaded) gives a working plain aes256gcm16 tunnel.
+
+The plugin is the one built on the host (strongswan-plugin/tests/host.sh
+builds it; LES_SW_PLUGIN names another).  The guest's /usr and /etc are
+throw-away overlays: the plugin is copied into /usr/lib/ipsec/plugins.
+"""
+import hashlib
+import os
+import re
+import shutil
+import subprocess
+import time
+
+from lesvm import REPO, Bg, agent, counters, delta, nsname, sh, wait_for, xfrm_flush
+
+PLUGIN = os.environ.get("LES_SW_PLUGIN",
+                        os.path.join(REPO, "strongswan-plugin", "libstrongswan-les.so"))
+CHARON = "/usr/lib/ipsec/charon"
+BASE = "/tmp/les-ike"
+ADDR = {"a": "10.0.1.1", "b": "10.0.2.1"}
+INNER = {"a": "10.10.1.1", "b": "10.10.2.1"}
+LES_MAGIC = b"LESK"
+# Without les, the plugins an IKEv2 peer with Ed25519 certificates and
+# AES-GCM needs (openssl: Ed25519, X25519, GCM), as Debian ships them.
+PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints "
+           "sha1 sha2 hmac kdf aes gcm kernel-netlink socket-default vici updown")
+
+T = None
+OUT = "/tmp"
+
+
+class Charon:
+    """A charon in namespace ns, with or without the plugin."""
+
+    def __init__(self, ns, les, tag):
+        self.ns, self.les = ns, les
+        self.etc = f"/etc/netns/{nsname(ns)}"
+        self.run = f"{BASE}/{ns}/run"
+        self.log = os.path.join(OUT, f"charon-{ns}-{tag}.log")
+        self.uri = f"unix://{self.run}/charon.vici"
+        self.p = None
+
+    def configure(self, esp_proposals):
+        me, peer = self.ns, ("b" if self.ns == "a" else "a")
+        os.makedirs(self.run, exist_ok=True)
+        plugins = ("les " if self.les else "") + PLUGINS
+        # One setting a line: `a = 1 b = 2` would make a's value "1 b = 2".
+        with open(f"{self.etc}/strongswan.conf", "w") as f:
+            f.write(f"""charon {{
+	load = {plugins}
+	install_routes = no
+	filelog {{
+		ike {{
+			path = {self.log}
+			append = no
+			flush_line = yes
+			time_format = %T
+			default = {4 if self.les else 1}
+			# charon itself logs every CHILD_SA's keymat at chd 4
+			# (keymat_v2.c:635) and every netlink message, SA keys
+			# included, at knl 3 (kernel_netlink_shared.c:325), LES
+			# or not: those two stay below; the plugin's own lines
+			# are at every level.
+			chd = 3
+			knl = 2
+		}}
+	}}
+}}
+""")
+        with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
+            f.write(f"""connections {{
+	les {{
+		version = 2
+		local_addrs = {ADDR[me]}
+		remote_addrs = {ADDR[peer]}
+		local {{
+			auth = pubkey
+			certs = {me}.pem
+			id = {me}.les
+		}}
+		remote {{
+			auth = pubkey
+			id = {peer}.les
+		}}
+		children {{
+			les {{
+				mode = tunnel
+				local_ts = {INNER[me]}/32
+				remote_ts = {INNER[peer]}/32
+				esp_proposals = {esp_proposals}
+				replay_window = 4096
+			}}
+		}}
+	}}
+}}
+""")
+
+    def start(self):
+        for f in ("charon.vici", "charon.pid"):
+            if os.path.exists(f"{self.run}/{f}"):
+                os.unlink(f"{self.run}/{f}")
+        # ip netns exec puts /etc/netns/NS/* over /etc in a mount namespace
+        # of its own: the bind mount of /run stays in there too.
+        self.p = subprocess.Popen(
+            ["ip", "netns", "exec", nsname(self.ns), "sh", "-c",
+             f"mount --bind {self.run} /run && exec {CHARON}"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        up = wait_for(lambda: os.path.exists(f"{self.run}/charon.vici")
+                      and "loaded plugins" in self.text(), 60, 0.2)
+        return up and self.p.poll() is None
+
+    def text(self):
+        try:
+            with open(self.log, errors="replace") as f:
+                return f.read()
+        except FileNotFoundError:
+            return ""
+
+    def swanctl(self, *args, check=True, timeout=90):
+        # In the namespace, so that --load-all reads this namespace's /etc.
+        cmd = (f"ip netns exec {nsname(self.ns)} swanctl {' '.join(args)} "
+               f"--uri {self.uri}")
+        return sh(cmd, check=check, timeout=timeout)
+
+    def stop(self):
+        if self.p and self.p.poll() is None:
+            self.p.terminate()
+            try:
+                self.p.wait(20)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.p = None
+
+
+def make_pki():
+    """A CA and one Ed25519 certificate per namespace, into each /etc."""
+    pki = f"{BASE}/pki"
+    os.makedirs(pki, exist_ok=True)
+    sh(f"pki --gen --type ed25519 --outform pem > {pki}/ca.key 2>/dev/null")
+    sh(f"pki --self --ca --lifetime 30 --in {pki}/ca.key --type ed25519 "
+       f"--dn 'CN=LES test CA' --outform pem > {pki}/ca.pem 2>/dev/null")
+    for ns in "ab":
+        etc = f"/etc/netns/{nsname(ns)}/swanctl"
+        for d in ("x509", "x509ca", "private"):
+            os.makedirs(f"{etc}/{d}", exist_ok=True)
+        sh(f"pki --gen --type ed25519 --outform pem > {etc}/private/{ns}.pem 2>/dev/null")
+        sh(f"pki --pub --in {etc}/private/{ns}.pem 2>/dev/null | "
+           f"pki --issue --cacert {pki}/ca.pem --cakey {pki}/ca.key --lifetime 30 "
+           f"--dn 'CN={ns}.les' --san {ns}.les --outform pem > {etc}/x509/{ns}.pem 2>/dev/null")
+        shutil.copy(f"{pki}/ca.pem", f"{etc}/x509ca/ca.pem")
+
+
+def states(ns):
+    """The namespace's xfrm states: dicts with src, dst, spi, key (bytes or
+    None), alg and the state's text."""
+    out = sh("ip -s xfrm state", ns=ns).stdout
+    res = []
+    for block in re.split(r"(?m)^(?=src )", out):
+        m = re.match(r"src (\S+) dst (\S+)\s+proto esp spi (0x[0-9a-f]+)", block)
+        if not m:
+            continue
+        k = re.search(r"aead (\S+) 0x([0-9a-f]+)", block)   # -s adds " (N bits)"
+        res.append({"src": m.group(1), "dst": m.group(2), "spi": int(m.group(3), 16),
+                    "alg": k.group(1) if k else None,
+                    "key": bytes.fromhex(k.group(2)) if k else None, "text": block})
+    return res
+
+
+def tcp_through(nbytes, port):
+    """nbytes from a to b through the tunnel; (ok, detail)."""
+    srv = Bg("b", "tcp-serve", INNER["b"], port, 60)
+    sent = agent("a", "tcp-send", INNER["a"], INNER["b"], port, nbytes)
+    got = srv.result(timeout=90)
+    return (got == sent and got["bytes"] == nbytes, {"sent": sent, "got": got})
+
+
+def key_parts(blob):
+    """K2 root, K1 root and KP of an endpoint blob (docs/protocol.md 1)."""
+    z = blob[6] + 4
+    m = blob[12:]
+    return [m[:z], m[z:2 * z], m[2 * z:]]
+
+
+def hex_streams(text):
+    """Every run of hex a log could show a key in: charon's %B dumps
+    ("  0: 4C 45 ...", lines joined), and hex digits elsewhere."""
+    dumps, cur = [], []
+    for line in text.splitlines():
+        m = re.match(r"^(?:\S+ )?(?:\d\d\[\w+\] )?\s*\d+: ((?:[0-9A-Fa-f]{2} )*[0-9A-Fa-f]{2})", line)
+        if m:
+            cur.append(m.group(1).replace(" ", ""))
+        elif cur:
+            dumps.append("".join(cur))
+            cur = []
+    if cur:
+        dumps.append("".join(cur))
+    return [d.lower() for d in dumps] + [re.sub(r"[^0-9a-f]", "", text.lower())]
+
+
+def keys_in_log(blobs, texts):
+    """8-byte windows of any key part found in any log."""
+    streams = [s for t in texts for s in hex_streams(t)]
+    found = []
+    for blob in blobs:
+        for part in key_parts(blob):
+            for off in range(0, len(part) - 7, 4):
+                w = part[off:off + 8].hex()
+                if any(w in s for s in streams):
+                    found.append(w)
+    return found
+
+
+def les_tunnel(a, b):
+    """The LES tunnel, from set-up to terminate."""
+    p = a.swanctl("--initiate --child les --timeout 150", check=False, timeout=200)
+    T.ok(p.returncode == 0, "ike: swanctl --initiate brings up the CHILD_SA (les256 proposed)",
+         p.stdout[-3000:] + p.stderr)
+    if p.returncode:
+        return
+    for c in (a, b):
+        T.ok("peer speaks LES version 2" in c.text(),
+             f"ike: {c.ns}'s charon saw the peer's LES notify")
+    sa, sb = states("a"), states("b")
+    les_a = [s for s in sa if s["key"] and s["key"].startswith(LES_MAGIC)]
+    T.ok(len(sa) == 2 and len(les_a) == 2 and all(s["alg"] == "rfc4106(gcm(aes))" for s in sa),
+         "ike: both states of the CHILD_SA are rfc4106(gcm(aes)) with an LES blob as key",
+         [(s["spi"], s["alg"], s["key"][:4] if s["key"] else None) for s in sa])
+    if len(les_a) != 2:
+        return
+    by_spi_b = {s["spi"]: s for s in sb}
+    T.ok(all(by_spi_b.get(s["spi"], {}).get("key") == s["key"] for s in les_a),
+         "ike: each SA's blob is byte-identical on both endpoints")
+    ok, detail = True, []
+    for s in les_a:
+        k = s["key"]
+        # a initiated: its outbound SA is i2r (R2I clear), its inbound r2i.
+        want_r2i = s["src"] == ADDR["b"]
+        good = (len(k) == 116 and k[4] == 2 and k[5] == 1 and k[6] == 32
+                and k[7] == (1 if want_r2i else 0) and k[8:12] == bytes(4))
+        ok &= good
+        detail.append((hex(s["spi"]), s["src"], k[:12].hex(), len(k)))
+    T.ok(ok, "ike: the blobs are version 2 endpoint blobs, AES-256, 116 bytes, "
+         "R2I set exactly on the responder-to-initiator SA", detail)
+    inbound = [s for s in sa if s["dst"] == ADDR["a"]]
+    T.ok(inbound and re.search(r"replay[-_]window 4096", inbound[0]["text"]),
+         "ike: the inbound SA has replay_window 4096", inbound[0]["text"] if inbound else sa)
+
+    before = {ns: counters(ns) for ns in "ab"}
+    T.run("ike: 300 kB of TCP through the LES tunnel arrive intact (SHA-256)",
+          tcp_through, 300000, 5301)
+    d = {ns: delta(before[ns], counters(ns)) for ns in "ab"}
+    T.ok(all(d[ns].get("LesOutPackets", 0) > 50 and d[ns].get("LesInPackets", 0) > 50
+             for ns in "ab") and not any(d[ns].get(k) for ns in "ab"
+                                         for k in ("LesInAuthFailed", "LesInMalformed")),
+         "ike: les.ko sealed and opened the traffic on both endpoints, no failures", d)
+
+    old = {s["spi"] for s in les_a}
+    p = a.swanctl("--rekey --child les", check=False)
+    rekeyed = wait_for(lambda: len({s["spi"] for s in states("a")} - old) >= 2, 30, 0.5)
+    new = [s for s in states("a") if s["spi"] not in old]
+    T.ok(p.returncode == 0 and rekeyed and len(new) == 2
+         and all(s["key"] and s["key"].startswith(LES_MAGIC)
+                 and s["key"][12:] not in [o["key"][12:] for o in les_a] for s in new),
+         "ike: a CHILD_SA rekey (CREATE_CHILD_SA) installs two new LES SAs with new keys",
+         p.stdout[-2000:] + str([(hex(s["spi"]), s["key"][:8] if s["key"] else None)
+                                 for s in states("a")]))
+    T.run("ike: data flows after the rekey", tcp_through, 100000, 5302)
+
+    blobs = [s["key"] for s in states("a") if s["key"] and s["key"].startswith(LES_MAGIC)]
+    blobs += [s["key"] for s in les_a]
+    texts = [a.text(), b.text()]
+    leaked = keys_in_log(blobs, texts)
+    # The check itself: a blob's bytes written into the text are found.
+    probe = keys_in_log(blobs[:1], [" 0: " + " ".join(f"{x:02X}" for x in blobs[0][:32])])
+    T.ok(not leaked and probe and all(len(t) > 10000 for t in texts),
+         "ike: no 8 bytes of any K2, K1 or KP reach charon's log (level 4; chd 3, knl 2)",
+         {"leaked": leaked[:5], "probe": bool(probe), "log sizes": [len(t) for t in texts]})
+
+    p = a.swanctl("--terminate --ike les --timeout 30", check=False)
+    gone = wait_for(lambda: not states("a") and not states("b"), 20, 0.5)
+    T.ok(p.returncode == 0 and gone, "ike: swanctl --terminate removes the states on both ends",
+         p.stdout[-2000:] + str([states(ns) for ns in "ab"]))
+
+
+def stock_peer(a, b):
+    """a with the plugin, b without: plain ESP, not a failed tunnel."""
+    mark = len(a.text())
+    p = a.swanctl("--initiate --child les --timeout 150", check=False, timeout=200)
+    T.ok(p.returncode == 0, "ike: with a stock peer (plugin not loaded) the tunnel comes up",
+         p.stdout[-3000:] + p.stderr)
+    if p.returncode:
+        return
+    sa = states("a")
+    T.ok(len(sa) == 2 and all(s["alg"] == "rfc4106(gcm(aes))" and s["key"]
+                              and len(s["key"]) == 36 and not s["key"].startswith(LES_MAGIC)
+                              for s in sa),
+         "ike: it is plain aes256gcm16 ESP (36-byte rfc4106 keys, no blob)",
+         [(hex(s["spi"]), s["alg"], len(s["key"] or b"")) for s in sa])
+    T.ok("peer speaks LES" not in a.text()[mark:] and "les plugin" not in b.text(),
+         "ike: no LES notify came back, and b never loaded the plugin")
+    before = {ns: counters(ns) for ns in "ab"}
+    T.run("ike: 100 kB of TCP through the plain ESP tunnel arrive intact",
+          tcp_through, 100000, 5303)
+    d = {ns: delta(before[ns], counters(ns)) for ns in "ab"}
+    T.ok(not any(d[ns].get("LesOutPackets") or d[ns].get("LesInPackets") for ns in "ab"),
+         "ike: les.ko handed those SAs to esp4 (no LES packet counted)", d)
+    a.swanctl("--terminate --ike les --timeout 30", check=False)
+    wait_for(lambda: not states("a") and not states("b"), 20, 0.5)
+
+
+def run(tap, out, ko=None):
+    global T, OUT
+    T, OUT = tap, out
+    if not os.path.exists(PLUGIN):
+        T.ok(False, f"ike: the plugin is built ({PLUGIN}: run strongswan-plugin/tests/host.sh)")
+        return
+    if not os.path.exists(CHARON):
+        T.ok(False, "ike: Debian's charon is installed (tools/setup-host.sh)")
+        return
+    t0 = time.monotonic()
+    shutil.rmtree(BASE, ignore_errors=True)
+    # The guest's /usr is a throw-away overlay: install the plugin there.
+    shutil.copy(PLUGIN, "/usr/lib/ipsec/plugins/libstrongswan-les.so")
+    for ns in "ab":
+        os.makedirs(f"/etc/netns/{nsname(ns)}/swanctl", exist_ok=True)
+    xfrm_flush()
+    charons = []
+    try:
+        make_pki()
+        a, b = Charon("a", True, "les"), Charon("b", True, "les")
+        charons += [a, b]
+        for c in (a, b):
+            c.configure("les256,aes256gcm16")
+        up = all(c.start() for c in (a, b))
+        T.ok(up and all(re.search(r"loaded plugins: .*\bles\b", c.text()) for c in (a, b)),
+             "ike: Debian's charon runs in a and b with the les plugin loaded",
+             a.text()[-2000:] + b.text()[-2000:])
+        if not up:
+            return
+        loaded = [c.swanctl("--load-all", check=False) for c in (a, b)]
+        T.ok(all(p.returncode == 0 for p in loaded), "ike: swanctl --load-all (Ed25519 certificates)",
+             "\n".join(p.stdout[-1500:] + p.stderr for p in loaded))
+        les_tunnel(a, b)
+        b.stop()
+        b = Charon("b", False, "stock")
+        charons.append(b)
+        b.configure("aes256gcm16")
+        up = b.start()
+        p = b.swanctl("--load-all", check=False) if up else None
+        if T.ok(up and p.returncode == 0, "ike: a stock charon (plugin not loaded) runs in b",
+                (p.stdout[-1500:] + p.stderr if p else "") + b.text()[-1500:]):
+            stock_peer(a, b)
+    finally:
+        for c in charons:
+            c.stop()
+        xfrm_flush()
+        for ns in "ab":
+            shutil.rmtree(f"/etc/netns/{nsname(ns)}", ignore_errors=True)
+        print(f"# ike: {time.monotonic() - t0:.0f} s", flush=True)
