@@ -196,7 +196,6 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->ts = pkt->tcp.has_ts;
 	d->ack_point = pkt->tcp.seq;
 	d->adv_edge = pkt->tcp.seq;
-	d->snd_edge = pkt->tcp.seq;
 	d->rcv_ack = rcv->ack;
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;

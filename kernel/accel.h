@@ -150,8 +150,7 @@ struct les_accel_dir {
 	bool ack_due;		/* an early ACK waits for the batch's end */
 	bool rto_unanswered;	/* the timer resent, no receiver ACK since */
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
-	u32 adv_edge;		/* right edge of the room given the sender */
-	u32 snd_edge;		/* ... as the sender saw it, scaled */
+	u32 adv_edge;		/* right edge advertised to the sender */
 	bool ts;		/* the flow uses timestamps */
 	u32 tsecr;		/* the sender's TSval of the newest in-order data */
 	bool ts_sent_valid;

@@ -557,17 +557,6 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (after(d->ack_point + space, d->adv_edge))
 		d->adv_edge = d->ack_point + space;
 	win = (d->adv_edge - d->ack_point) >> shift;
-	/*
-	 * Scaled down, the right edge the sender sees could move back (RFC
-	 * 7323 2.4): then it stays where it was, rounded up, as
-	 * tcp_select_window() keeps it.  What the sender sends past
-	 * @adv_edge is held only if there is room (les_early_data()).
-	 */
-	if (before(d->ack_point + (win << shift), d->snd_edge))
-		win = DIV_ROUND_UP(d->snd_edge - d->ack_point, 1U << shift);
-	win = min_t(u32, win, 0xffff);
-	if (after(d->ack_point + (win << shift), d->snd_edge))
-		d->snd_edge = d->ack_point + (win << shift);
 
 	memset(desc, 0, sizeof(*desc));
 	desc->family = f->key.family == AF_INET ? 4 : 6;
@@ -577,7 +566,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	desc->dport = ntohs(f->key.end[s].port);
 	desc->seq = rcv->have_next ? rcv->next : rcv->seq;
 	desc->ack = d->ack_point;
-	desc->win = win;
+	desc->win = min_t(u32, win, 0xffff);
 	desc->flags = LES_TCP_ACK;
 	/* The receiver's clock, as far as it has shown it: never ahead. */
 	desc->has_ts = d->ts && rcv->have_ts;

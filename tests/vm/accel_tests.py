@@ -158,6 +158,7 @@ def round_trips(T, prof, sums):
     tb.sh(f"{tb.LESCTL} pep set hop-rate {rate // 2}", "hpep")
     flow_buffer = json.loads(tb.sh(f"{tb.LESCTL} -j pep show", "hpep").stdout)["flow_buffer"]
     seen, out, text = [], {}, [""]
+    before = stats("hpep")
 
     def sample():
         while "res" not in out:
@@ -196,6 +197,7 @@ def round_trips(T, prof, sums):
           f"{server.get('hop_rtt_samples')} timed), timeout {server.get('rto_us')} us; the "
           f"observer's to the client {client.get('rtt_us')} us ({client.get('rtt_samples')} "
           "timed)", flush=True)
+    print(f"# round trips: hub {delta(before, stats('hpep'))}", flush=True)
     print("# round trips: the hub's `lesctl flows` at its last sample:\n# " +
           text[0].strip().replace("\n", "\n# "), flush=True)
     T.ok(res["status"] == "ok" and seen and
