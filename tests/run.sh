@@ -166,7 +166,7 @@ vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 		only=${LES_ONLY-'^(errors|roles|modes|pep-origin|bad-input|pep|hardening|mutation|accel|in-use|async)$'}
 		configs=${LES_CONFIGS-'^(tunnel v4-in-v4|transport v6 esn|tunnel v6-in-v4 esn udp-encap)$'}
 		parts=${LES_PARTS-'^(pep (tunnel v4-in-v4|keys|unload)|hardening (dumps|init faults)|mutation through a PEP)$'}
-		accel_only=${LES_ACCEL_ONLY-'^(keys deleted|two tunnels|lost window update|udp flood)$'}
+		accel_only=${LES_ACCEL_ONLY-'^(keys deleted|two tunnels|lost window update|flush)$'}
 	fi
 	LES_ONLY=$only LES_ACCEL_ONLY=$accel_only LES_CONFIGS=$configs LES_PARTS=$parts VM_TIMEOUT=$timeout tests/vm/vm-run.sh "$k" "$out/vm" -- tests/vm/guest.sh 2>&1 |
 		tee "$vmlog" >/dev/null
