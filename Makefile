@@ -71,8 +71,10 @@ debug-kernel:
 check:
 	FULL=$(FULL) tests/run.sh
 
-# The tests that need no VM: codec, C-vs-Python, self-test, lesctl, fuzzing.
+# The tests that need no VM: the docs' names, codec, C-vs-Python, self-test,
+# lesctl, fuzzing.
 check-host: lesctl
+	/usr/bin/python3 tools/doccheck.py
 	/usr/bin/python3 -m pytest -q tests/host
 	tests/host/lesctl.sh
 	tests/fuzz/run.sh

@@ -334,7 +334,7 @@ bool les_early_stale_ack(const struct les_accel_dir *d,
 /*
  * A segment from the receiver (!@s) off the hop, with what it says of the
  * data of @s.  Returns true if it is a pure ACK the sender already had from
- * us: it is absorbed (docs/accel.md 3.3).
+ * us: it is absorbed (docs/accel.md 3).
  */
 bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		       unsigned int s, const struct les_pep_pkt *pkt,

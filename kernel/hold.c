@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
- * The held-packet store (docs/accel.md 5): the packets a PEP has ACKed in
+ * The held-packet store (docs/accel.md 3): the packets a PEP has ACKed in
  * the receiver's name, kept as they arrived until the receiver's own
  * cumulative ACK covers them.  They go onto the hop as clones, so a copy
  * that is lost there can be sent again byte for byte: the PEP never

@@ -365,7 +365,7 @@ enum les_hz_verdict {
 int les_hz_tcp(__u8 nexthdr, const __u8 *hdrs, size_t len,
 	       struct les_tcp_seg *seg);
 
-/* ---- Packets a PEP makes: pure ACKs (docs/accel.md 3) ---------------- */
+/* ---- Packets a PEP makes: pure ACKs (docs/accel.md 6) ---------------- */
 
 /*
  * A pure TCP ACK, as a PEP sends it on a PEP-origin SA in the name of one

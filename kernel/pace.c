@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * The pacer: what a PEP sends onto the satellite hop leaves at the hop's
- * configured rate, from the first packet (docs/accel.md 4).  No slow start
+ * configured rate, from the first packet (docs/accel.md 5).  No slow start
  * on the hop: the link's rate is known, and a queue at the hop's entrance
  * only adds delay (or drops packets this PEP has ACKed already).
  *

@@ -486,7 +486,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 
 /*
  * Accelerating, a packet to or from the hop goes through the engine
- * (docs/accel.md 2): 1 onto the hop, 2 off it, 0 neither.  Also while flows
+ * (docs/accel.md 5.1): 1 onto the hop, 2 off it, 0 neither.  Also while flows
  * switched off still hold data, so that their receivers' ACKs free it.
  */
 static int les_pep_hop(struct les_pep_net *pn, struct sk_buff *skb,

@@ -198,7 +198,7 @@ static unsigned int les_header_len(const struct xfrm_state *x,
  * (docs/protocol.md 7).  Sized at its first use, under x->lock: xfrm_user
  * gives a state a window above 32 packets (replay_esn) only after
  * init_state, where it would read 32, and the PEP would then take a
- * packet reordered by 64 on the LAN for a replay (docs/accel.md 5).
+ * packet reordered by 64 on the LAN for a replay (docs/pep.md 1).
  */
 struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x)
 {

@@ -472,7 +472,7 @@ def test_replay_seq_places_every_header_zone(lib):
     assert not lib.les_replay_check(ctypes.byref(r), place(0xFFFF << 32))
 
 
-# ---- pure ACKs a PEP makes (les_ack_build, docs/accel.md 3) ----------------
+# ---- pure ACKs a PEP makes (les_ack_build, docs/accel.md 6) ----------------
 
 class LesAckDesc(ctypes.Structure):
     """struct les_ack_desc (kernel/les_wire.h), field for field."""
