@@ -20,19 +20,29 @@ if ! grep -rqs bookworm-backports /etc/apt/sources.list /etc/apt/sources.list.d/
 		$SUDO tee /etc/apt/sources.list.d/les-backports.list >/dev/null
 fi
 
+pkgs=(build-essential bc flex bison kmod libelf-dev sparse clang libclang-rt-14-dev
+	libmnl-dev libssl-dev pkg-config
+	qemu-system-x86 busybox-static
+	iproute2 iperf3 tcpdump nftables ethtool procps iputils-ping
+	nginx-light curl python3-matplotlib
+	python3 python3-pip python3-venv python3-cryptography python3-pytest
+	linux-image-amd64 linux-headers-amd64 linux-source-6.1
+	linux-image-6.12-amd64 linux-headers-6.12-amd64
+	dkms
+	strongswan-charon strongswan-swanctl strongswan-pki charon-systemd
+	libstrongswan-standard-plugins dpkg-dev)
+missing=()
+for p in "${pkgs[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' ||
+		missing+=("$p")
+done
+# A first run installs about 1 GB (two kernels, QEMU, the kernel source):
+# minutes on a good mirror, 20 or more on a slow one.  Said, not hidden.
+if [ ${#missing[@]} -gt 0 ]; then
+	echo "setup: installing ${missing[*]} (and what they depend on)"
+fi
 $SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends \
-	build-essential bc flex bison kmod libelf-dev sparse clang libclang-rt-14-dev \
-	libmnl-dev libssl-dev pkg-config \
-	qemu-system-x86 busybox-static \
-	iproute2 iperf3 tcpdump nftables ethtool procps iputils-ping \
-	nginx-light curl python3-matplotlib \
-	python3 python3-pip python3-venv python3-cryptography python3-pytest \
-	linux-image-amd64 linux-headers-amd64 linux-source-6.1 \
-	linux-image-6.12-amd64 linux-headers-6.12-amd64 \
-	dkms \
-	strongswan-charon strongswan-swanctl strongswan-pki charon-systemd \
-	libstrongswan-standard-plugins dpkg-dev >/dev/null
+$SUDO apt-get install -y -qq --no-install-recommends "${pkgs[@]}" >/dev/null
 
 # virtme-ng boots the test kernels; it is not packaged for bookworm.
 if ! command -v vng >/dev/null; then
@@ -53,3 +63,4 @@ if [ ! -x "$bpo_ip/bin/ip" ]; then
 fi
 
 echo "$want_version" | $SUDO tee "$stamp" >/dev/null
+echo "setup: done in $((SECONDS / 60)) min $((SECONDS % 60)) s"
