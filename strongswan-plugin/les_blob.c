@@ -7,6 +7,8 @@
 
 #include "les_wire.h"
 
+#include <crypto/prfs/prf.h>
+
 u_int les_alg_key_len(uint16_t enc_alg)
 {
 	switch (enc_alg)
@@ -51,5 +53,109 @@ chunk_t les_blob_endpoint(chunk_t keymat, u_int key_len, bool r2i)
 		chunk_clear(&blob);
 		return chunk_empty;
 	}
+	return blob;
+}
+
+/* Parses an endpoint blob; FALSE if @blob is anything else. */
+static bool parse_endpoint(chunk_t blob, struct les_blob *b)
+{
+	return !les_blob_parse(blob.ptr, blob.len, b) &&
+		   b->role == LES_ROLE_ENDPOINT;
+}
+
+/* Builds @b into a new chunk, or chunk_empty. */
+static chunk_t build(const struct les_blob *b)
+{
+	chunk_t blob = chunk_alloc(les_blob_len(b->role, b->key_len));
+
+	if (les_blob_build(blob.ptr, blob.len, b) != blob.len)
+	{
+		chunk_clear(&blob);
+		return chunk_empty;
+	}
+	return blob;
+}
+
+chunk_t les_blob_pep_view(chunk_t endpoint)
+{
+	struct les_blob ep, view;
+
+	if (!parse_endpoint(endpoint, &ep))
+	{
+		return chunk_empty;
+	}
+	view = (struct les_blob){
+		.role = LES_ROLE_PEP_VIEW,
+		.key_len = ep.key_len,
+		.flags = ep.flags,
+		.k2 = ep.k2,
+	};
+	return build(&view);
+}
+
+/*
+ * HKDF-SHA256 (RFC 5869) of @ikm into @out (at most two blocks: a KO root
+ * is at most 36 bytes): extract with the salt, then expand with @info.
+ */
+static bool hkdf_sha256(const char *salt, chunk_t ikm, chunk_t info,
+						chunk_t out)
+{
+	prf_t *prf = lib->crypto->create_prf(lib->crypto, PRF_HMAC_SHA2_256);
+	u_char prk[HASH_SIZE_SHA256], t[HASH_SIZE_SHA256], i;
+	chunk_t prev = chunk_empty;
+	size_t done = 0, n;
+	bool ok;
+
+	if (!prf || out.len > 2 * sizeof(t))
+	{
+		DESTROY_IF(prf);
+		return FALSE;
+	}
+	ok = prf->set_key(prf, chunk_create((u_char*)salt, strlen(salt))) &&
+		 prf->get_bytes(prf, ikm, prk) &&
+		 prf->set_key(prf, chunk_from_thing(prk));
+	for (i = 1; ok && done < out.len; i++)
+	{
+		/* T(i) = HMAC(PRK, T(i-1) | info | i) */
+		ok = prf->get_bytes(prf, prev, NULL) &&
+			 prf->get_bytes(prf, info, NULL) &&
+			 prf->get_bytes(prf, chunk_from_thing(i), t);
+		n = min(sizeof(t), out.len - done);
+		memcpy(out.ptr + done, t, n);
+		done += n;
+		prev = chunk_from_thing(t);
+	}
+	memwipe(prk, sizeof(prk));
+	memwipe(t, sizeof(t));
+	prf->destroy(prf);
+	return ok;
+}
+
+chunk_t les_blob_pep_origin(chunk_t endpoint, uint32_t pep_id, bool out)
+{
+	struct les_blob ep, po;
+	u_char info[LES_KDF_PO_INFO_LEN], ko[32 + LES_SALT_LEN];
+	chunk_t blob = chunk_empty;
+
+	if (!pep_id || !parse_endpoint(endpoint, &ep))
+	{
+		return chunk_empty;
+	}
+	les_kdf_po_info(info, pep_id, ep.flags);
+	if (hkdf_sha256(LES_KDF_PEP_ORIGIN_SALT,
+					chunk_create((u_char*)ep.kp, LES_KP_LEN),
+					chunk_from_thing(info),
+					chunk_create(ko, ep.key_len + LES_SALT_LEN)))
+	{
+		po = (struct les_blob){
+			.role = out ? LES_ROLE_PEP_ORIGIN_OUT : LES_ROLE_PEP_ORIGIN_IN,
+			.key_len = ep.key_len,
+			.flags = ep.flags,
+			.pep_id = pep_id,
+			.ko = ko,
+		};
+		blob = build(&po);
+	}
+	memwipe(ko, sizeof(ko));
 	return blob;
 }

@@ -31,4 +31,14 @@ u_int les_alg_keymat_bits(u_int key_len);
  */
 chunk_t les_blob_endpoint(chunk_t keymat, u_int key_len, bool r2i);
 
+/*
+ * What an endpoint blob gives the PEPs (docs/protocol.md 1, 6): the
+ * pep-view blob (its K2 root), and PEP @pep_id's pep-origin-out blob (@out)
+ * or pep-origin-in blob, whose KO root comes from its KP by HKDF-SHA256.
+ * Each returns the blob (wipe it with chunk_clear()), or chunk_empty if
+ * @endpoint is not an endpoint blob, @pep_id is 0, or no HMAC-SHA256.
+ */
+chunk_t les_blob_pep_view(chunk_t endpoint);
+chunk_t les_blob_pep_origin(chunk_t endpoint, uint32_t pep_id, bool out);
+
 #endif /* LES_BLOB_H_ */

@@ -7,6 +7,7 @@
  */
 #include "les_listener.h"
 #include "les_notify.h"
+#include "les_peps.h"
 
 #include <daemon.h>
 #include <collections/hashtable.h>
@@ -18,11 +19,28 @@ struct private_les_listener_t {
 
 	les_listener_t public;
 
-	/* IKE_SA unique id => LES version its peer announced */
+	/* IKE_SA unique id => les_ike_t */
 	hashtable_t *peers;
 
 	mutex_t *mutex;
 };
+
+/* What an IKE_SA's peer said, and what was agreed with it. */
+typedef struct {
+	/* LES version the peer announced */
+	u_int version;
+	/* les_pep_t*: the PEPs of the last CHILD_SA exchange (never NULL) */
+	linked_list_t *agreed;
+} les_ike_t;
+
+static void ike_destroy(les_ike_t *ike)
+{
+	if (ike)
+	{
+		les_peps_free(ike->agreed);
+		free(ike);
+	}
+}
 
 /* Unique ids are small integers: they serve as their own key. */
 static inline void *id_key(uint32_t id)
@@ -48,12 +66,47 @@ static bool creates_child(message_t *message)
 	}
 }
 
-static void announce(message_t *message)
+/* Logs @agreed, the PEPs an exchange agreed on, once per exchange. */
+static void log_agreed(linked_list_t *agreed)
 {
-	chunk_t data = les_notify_build();
+	enumerator_t *e;
+	les_pep_t *pep;
 
+	if (!agreed->get_count(agreed))
+	{
+		DBG1(DBG_IKE, "les: no PEP agreed");
+		return;
+	}
+	e = agreed->create_enumerator(agreed);
+	while (e->enumerate(e, &pep))
+	{
+		DBG1(DBG_IKE, "les: PEP '%Y' agreed, pep_id %u", pep->id, pep->pep_id);
+	}
+	e->destroy(e);
+}
+
+/*
+ * Our notify: our PEPs and trust always; in a response, the agreement on
+ * the request's notify, if it had one.
+ */
+static void announce(private_les_listener_t *this, ike_sa_t *ike_sa,
+					 message_t *message)
+{
+	les_peps_t *conf = les_peps_load();
+	les_ike_t *ike = NULL;
+	chunk_t data;
+
+	this->mutex->lock(this->mutex);
+	if (!message->get_request(message))
+	{
+		ike = this->peers->get(this->peers,
+							   id_key(ike_sa->get_unique_id(ike_sa)));
+	}
+	data = les_notify_build(conf->mine, conf->trust, ike ? ike->agreed : NULL);
+	this->mutex->unlock(this->mutex);
 	message->add_notify(message, FALSE, LES_NOTIFY_TYPE, data);
 	chunk_free(&data);
+	les_peps_destroy(conf);
 }
 
 static void receive(private_les_listener_t *this, ike_sa_t *ike_sa,
@@ -61,9 +114,11 @@ static void receive(private_les_listener_t *this, ike_sa_t *ike_sa,
 {
 	notify_payload_t *notify;
 	les_notify_t peer;
+	les_peps_t *conf;
+	les_ike_t *ike, *old;
 	const char *why;
 	uint32_t id = ike_sa->get_unique_id(ike_sa);
-	uintptr_t old;
+	u_int refused = 0;
 
 	notify = message->get_notify(message, LES_NOTIFY_TYPE);
 	if (!notify)
@@ -79,30 +134,49 @@ static void receive(private_les_listener_t *this, ike_sa_t *ike_sa,
 	{
 		DBG1(DBG_IKE, "peer speaks LES version %u, this plugin %u: not "
 			 "using LES", peer.version, LES_NOTIFY_VERSION);
+		les_notify_clear(&peer);
 		return;
-	}
-	this->mutex->lock(this->mutex);
-	old = (uintptr_t)this->peers->put(this->peers, id_key(id),
-									  (void*)(uintptr_t)peer.version);
-	this->mutex->unlock(this->mutex);
-	if (!old)
-	{
-		DBG1(DBG_IKE, "peer speaks LES version %u", peer.version);
 	}
 	if (peer.unknown_attrs)
 	{
 		DBG2(DBG_IKE, "skipped %u unknown LES notify attributes",
 			 peer.unknown_attrs);
 	}
+	/*
+	 * The responder of the exchange agrees; its answer is all the
+	 * initiator acts on (an agreement in a request is ignored).
+	 */
+	conf = les_peps_load();
+	INIT(ike,
+		.version = peer.version,
+		.agreed = message->get_request(message) ?
+				  les_peps_agree(conf, &peer) :
+				  les_peps_accept(conf, &peer, &refused),
+	);
+	les_peps_destroy(conf);
+	les_notify_clear(&peer);
+	this->mutex->lock(this->mutex);
+	old = this->peers->put(this->peers, id_key(id), ike);
+	this->mutex->unlock(this->mutex);
+	if (!old)
+	{
+		DBG1(DBG_IKE, "peer speaks LES version %u", ike->version);
+	}
+	ike_destroy(old);
+	log_agreed(ike->agreed);
 	/* the gate child_create.c opens for private algorithms */
 	ike_sa->enable_extension(ike_sa, EXT_STRONGSWAN);
 }
 
 static void forget(private_les_listener_t *this, ike_sa_t *ike_sa)
 {
+	les_ike_t *ike;
+
 	this->mutex->lock(this->mutex);
-	this->peers->remove(this->peers, id_key(ike_sa->get_unique_id(ike_sa)));
+	ike = this->peers->remove(this->peers,
+							  id_key(ike_sa->get_unique_id(ike_sa)));
 	this->mutex->unlock(this->mutex);
+	ike_destroy(ike);
 }
 
 METHOD(listener_t, message_hook, bool,
@@ -117,7 +191,7 @@ METHOD(listener_t, message_hook, bool,
 		}
 		else
 		{
-			announce(message);
+			announce(this, ike_sa, message);
 		}
 	}
 	return TRUE;
@@ -147,15 +221,14 @@ METHOD(listener_t, ike_state_change, bool,
 METHOD(listener_t, ike_rekey, bool,
 	private_les_listener_t *this, ike_sa_t *old, ike_sa_t *new)
 {
-	void *version;
+	les_ike_t *ike;
 
 	this->mutex->lock(this->mutex);
-	version = this->peers->remove(this->peers,
-								  id_key(old->get_unique_id(old)));
-	if (version)
+	ike = this->peers->remove(this->peers, id_key(old->get_unique_id(old)));
+	if (ike)
 	{
-		this->peers->put(this->peers, id_key(new->get_unique_id(new)),
-						 version);
+		ike_destroy(this->peers->put(this->peers,
+									 id_key(new->get_unique_id(new)), ike));
 	}
 	this->mutex->unlock(this->mutex);
 	return TRUE;
@@ -164,11 +237,12 @@ METHOD(listener_t, ike_rekey, bool,
 METHOD(les_listener_t, peer_version, u_int,
 	private_les_listener_t *this, ike_sa_t *ike_sa)
 {
-	uintptr_t version;
+	les_ike_t *ike;
+	u_int version;
 
 	this->mutex->lock(this->mutex);
-	version = (uintptr_t)this->peers->get(this->peers,
-								id_key(ike_sa->get_unique_id(ike_sa)));
+	ike = this->peers->get(this->peers, id_key(ike_sa->get_unique_id(ike_sa)));
+	version = ike ? ike->version : 0;
 	this->mutex->unlock(this->mutex);
 	return version;
 }
@@ -176,7 +250,7 @@ METHOD(les_listener_t, peer_version, u_int,
 METHOD(les_listener_t, destroy, void,
 	private_les_listener_t *this)
 {
-	this->peers->destroy(this->peers);
+	this->peers->destroy_function(this->peers, (void*)ike_destroy);
 	this->mutex->destroy(this->mutex);
 	free(this);
 }

@@ -162,5 +162,34 @@ grep -E "loaded plugins: " "$log" | grep -vqE " les( |$)" &&
 ok $? "les is not loaded; kernel-netlink serves alone" "$log"
 stop_charon
 
+# 5. The notify and the PEP agreement, outside charon, under ASan and UBSan.
+make -C "$here" B="$tmp/unit" WERROR=1 "$tmp/unit/notify_test" >"$tmp/unit.log" 2>&1
+ok $? "the notify's unit test builds (ASan, UBSan)" "$tmp/unit.log"
+"$tmp/unit/notify_test" >"$tmp/unit.out" 2>"$tmp/unit.err"
+status=$?
+while IFS= read -r line; do
+	case "$line" in
+	"ok - "*) ok 0 "notify: ${line#ok - }" ;;
+	"not ok - "*) ok 1 "notify: ${line#not ok - }" "$tmp/unit.err" ;;
+	esac
+done <"$tmp/unit.out"
+ok $status "the notify's unit test exits 0, no sanitizer report" "$tmp/unit.err"
+
+# 6. The PEPs' blobs the plugin derives (charon's HMAC-SHA256) are the
+# bytes lesctl derives (OpenSSL's HKDF), for each key length and direction.
+lesctl=$here/../tools/lesctl/lesctl
+make -C "$here" B="$tmp/unit" WERROR=1 "$tmp/unit/blob_test" >"$tmp/unit-blob.log" 2>&1
+ok $? "the blob derivation's test builds (ASan, UBSan)" "$tmp/unit-blob.log"
+make -s -C "$here/../tools/lesctl" >>"$tmp/unit-blob.log" 2>&1
+for keylen in 16 24 32; do
+	for dir in i2r r2i; do
+		blob=$("$lesctl" blob create endpoint keylen $keylen dir $dir)
+		"$lesctl" blob derive "$blob" pep-id 1 pep-id 4294967295 >"$tmp/want" 2>&1 &&
+			"$tmp/unit/blob_test" "$blob" 1 4294967295 >"$tmp/got" 2>&1 &&
+			[ "$(wc -l <"$tmp/got")" = 5 ] && cmp -s "$tmp/want" "$tmp/got"
+		ok $? "keylen $keylen $dir: the plugin's pep-view and pep-origin blobs are lesctl blob derive's" "$tmp/got"
+	done
+done
+
 echo "# strongswan-plugin host: $((n - failed)) passed, $failed failed"
 [ "$failed" -eq 0 ]

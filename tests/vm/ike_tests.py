@@ -43,6 +43,14 @@ PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constrai
 T = None
 OUT = "/tmp"
 
+# The PEPs each endpoint keys (its side of the hop), and the other side's
+# it trusts (docs/ike.md 3): a keys the remote PEP and one b does not
+# trust; b keys the hub and trusts only a's remote PEP.
+PEPS = {"a": {"remote": "remote.pep.les", "extra": "extra.pep.les"},
+        "b": {"hub": "hub.pep.les"}}
+TRUST = {"a": {"operator": "*.pep.les"}, "b": {"remote": "remote.pep.les"}}
+AGREED = [("remote.pep.les", 1), ("hub.pep.les", 2)]
+
 
 class Charon:
     """A charon in namespace ns, with or without the plugin."""
@@ -59,11 +67,23 @@ class Charon:
         me, peer = self.ns, ("b" if self.ns == "a" else "a")
         os.makedirs(self.run, exist_ok=True)
         plugins = ("les " if self.les else "") + PLUGINS
+        peps = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in PEPS[me].items())
+        trust = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in TRUST[me].items())
         # One setting a line: `a = 1 b = 2` would make a's value "1 b = 2".
         with open(f"{self.etc}/strongswan.conf", "w") as f:
             f.write(f"""charon {{
 	load = {plugins}
 	install_routes = no
+	plugins {{
+		les {{
+			peps {{
+{peps}
+			}}
+			trust {{
+{trust}
+			}}
+		}}
+	}}
 	filelog {{
 		ike {{
 			path = {self.log}
@@ -236,6 +256,12 @@ def les_tunnel(a, b):
     for c in (a, b):
         T.ok("peer speaks LES version 2" in c.text(),
              f"ike: {c.ns}'s charon saw the peer's LES notify")
+    agreed = {c.ns: re.findall(r"les: PEP '([^']+)' agreed, pep_id (\d+)", c.text())
+              for c in (a, b)}
+    T.ok(all([(n, int(i)) for n, i in agreed[ns]] == AGREED for ns in "ab"),
+         "ike: the PEPs agreed in IKE_AUTH, the same on both ends: a's remote PEP "
+         "(b trusts it) and b's hub (a trusts it), pep_ids 1 and 2; not the PEP of "
+         "a's that b does not trust", agreed)
     sa, sb = states("a"), states("b")
     les_a = [s for s in sa if s["key"] and s["key"].startswith(LES_MAGIC)]
     T.ok(len(sa) == 2 and len(les_a) == 2 and all(s["alg"] == "rfc4106(gcm(aes))" for s in sa),
