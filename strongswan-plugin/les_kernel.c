@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * charon uses the first kernel_ipsec_t registered; this plugin loads before
- * kernel-netlink and registers this one.  Only add_sa looks at what passes:
+ * kernel-netlink and registers this one.  add_sa and del_sa tell the
+ * listener of LES SAs (the PEPs' keys come from them); only add_sa changes
+ * what passes:
  * kernel-netlink sends any encryption ID outside its AEAD table as a plain
  * cipher, so an LES SA must reach it as ENCR_AES_GCM_ICV16 with the blob as
  * its key (les.ko takes such SAs, esp4 could never).
@@ -79,6 +81,10 @@ static status_t add_les_sa(private_les_kernel_t *this,
 	}
 	les.enc_alg = ENCR_AES_GCM_ICV16;
 	status = this->inner->add_sa(this->inner, id, &les);
+	if (status == SUCCESS)
+	{	/* kept for the PEPs' keys until the CHILD_SA is up */
+		this->listener->sa_added(this->listener, id, data, les.enc_key);
+	}
 	chunk_clear(&les.enc_key);
 	if (status == SUCCESS)
 	{
@@ -126,6 +132,7 @@ METHOD(kernel_ipsec_t, del_sa, status_t,
 	private_les_kernel_t *this, kernel_ipsec_sa_id_t *id,
 	kernel_ipsec_del_sa_t *data)
 {
+	this->listener->sa_deleted(this->listener, id);
 	return this->inner->del_sa(this->inner, id, data);
 }
 

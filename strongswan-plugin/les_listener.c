@@ -8,6 +8,9 @@
 #include "les_listener.h"
 #include "les_notify.h"
 #include "les_peps.h"
+#include "les_handover.h"
+#include "les_keymsg.h"
+#include "les_pep_role.h"
 
 #include <daemon.h>
 #include <collections/hashtable.h>
@@ -21,6 +24,10 @@ struct private_les_listener_t {
 
 	/* IKE_SA unique id => les_ike_t */
 	hashtable_t *peers;
+
+	/* the fourth message: this endpoint's side, and a PEP's */
+	les_handover_t *handover;
+	les_pep_role_t *pep;
 
 	mutex_t *mutex;
 };
@@ -179,11 +186,71 @@ static void forget(private_les_listener_t *this, ike_sa_t *ike_sa)
 	ike_destroy(ike);
 }
 
+/* Wipes the data of the key notifies in @message (les_keymsg.h). */
+static void wipe_keys(message_t *message)
+{
+	enumerator_t *e;
+	payload_t *payload;
+	notify_payload_t *notify;
+	chunk_t data;
+
+	e = message->create_payload_enumerator(message);
+	while (e->enumerate(e, &payload))
+	{
+		if (payload->get_type(payload) == PLV2_NOTIFY)
+		{
+			notify = (notify_payload_t*)payload;
+			if (notify->get_notify_type(notify) == LES_NOTIFY_KEYS)
+			{
+				data = notify->get_notification_data(notify);
+				memwipe(data.ptr, data.len);
+			}
+		}
+	}
+	e->destroy(e);
+}
+
+/* The fourth message's INFORMATIONAL exchanges, either side. */
+static void informational(private_les_listener_t *this, ike_sa_t *ike_sa,
+						  message_t *message, bool incoming)
+{
+	bool request = message->get_request(message);
+
+	if (incoming && request)
+	{
+		this->pep->request(this->pep, ike_sa, message);
+	}
+	else if (!incoming && !request)
+	{
+		this->pep->response(this->pep, ike_sa, message);
+	}
+	else if (!incoming)
+	{
+		this->handover->request(this->handover, ike_sa, message);
+	}
+	else
+	{
+		this->handover->response(this->handover, ike_sa, message);
+	}
+}
+
 METHOD(listener_t, message_hook, bool,
 	private_les_listener_t *this, ike_sa_t *ike_sa, message_t *message,
 	bool incoming, bool plain)
 {
-	if (plain && ike_sa->get_version(ike_sa) == IKEV2 && creates_child(message))
+	if (ike_sa->get_version(ike_sa) != IKEV2)
+	{
+		return TRUE;
+	}
+	if (!plain)
+	{	/* encrypted by now: the keys' plaintext copy goes */
+		if (!incoming && message->get_exchange_type(message) == INFORMATIONAL)
+		{
+			wipe_keys(message);
+		}
+		return TRUE;
+	}
+	if (creates_child(message))
 	{
 		if (incoming)
 		{
@@ -194,15 +261,82 @@ METHOD(listener_t, message_hook, bool,
 			announce(this, ike_sa, message);
 		}
 	}
+	else if (message->get_exchange_type(message) == INFORMATIONAL &&
+			 (ike_sa->get_state(ike_sa) == IKE_ESTABLISHED ||
+			  ike_sa->get_state(ike_sa) == IKE_REKEYING))
+	{
+		informational(this, ike_sa, message, incoming);
+	}
+	return TRUE;
+}
+
+static void child_changed(private_les_listener_t *this, ike_sa_t *ike_sa,
+						  child_sa_t *child_sa, bool up)
+{
+	linked_list_t *agreed;
+
+	if (!ike_sa)
+	{	/* e.g. a trap policy's CHILD_SA, destroyed outside any IKE_SA */
+		return;
+	}
+	agreed = linked_list_create();
+	enumerator_t *e;
+	les_ike_t *ike;
+	les_pep_t *pep;
+
+	this->mutex->lock(this->mutex);
+	ike = this->peers->get(this->peers, id_key(ike_sa->get_unique_id(ike_sa)));
+	if (ike)
+	{
+		e = ike->agreed->create_enumerator(ike->agreed);
+		while (e->enumerate(e, &pep))
+		{
+			agreed->insert_last(agreed, les_pep_create(pep->pep_id,
+												pep->id->clone(pep->id)));
+		}
+		e->destroy(e);
+	}
+	this->mutex->unlock(this->mutex);
+	this->handover->child_updown(this->handover, ike_sa, child_sa, agreed, up);
+	les_peps_free(agreed);
+}
+
+METHOD(listener_t, child_updown, bool,
+	private_les_listener_t *this, ike_sa_t *ike_sa, child_sa_t *child_sa,
+	bool up)
+{
+	child_changed(this, ike_sa, child_sa, up);
+	return TRUE;
+}
+
+/* A rekey raises no child_updown: the new CHILD_SA's PEPs get its keys. */
+METHOD(listener_t, child_rekey, bool,
+	private_les_listener_t *this, ike_sa_t *ike_sa, child_sa_t *old,
+	child_sa_t *new)
+{
+	child_changed(this, ike_sa, new, TRUE);
+	return TRUE;
+}
+
+/* Every CHILD_SA, rekeyed ones too, is destroyed: its PEPs' keys go. */
+METHOD(listener_t, child_state_change, bool,
+	private_les_listener_t *this, ike_sa_t *ike_sa, child_sa_t *child_sa,
+	child_sa_state_t state)
+{
+	if (state == CHILD_DESTROYING)
+	{
+		child_changed(this, ike_sa, child_sa, FALSE);
+	}
 	return TRUE;
 }
 
 METHOD(listener_t, ike_updown, bool,
 	private_les_listener_t *this, ike_sa_t *ike_sa, bool up)
 {
-	if (!up)
+	if (!up && ike_sa->get_state(ike_sa) != IKE_REKEYED)
 	{
 		forget(this, ike_sa);
+		this->pep->ike_gone(this->pep, ike_sa);
 	}
 	return TRUE;
 }
@@ -210,10 +344,14 @@ METHOD(listener_t, ike_updown, bool,
 METHOD(listener_t, ike_state_change, bool,
 	private_les_listener_t *this, ike_sa_t *ike_sa, ike_sa_state_t state)
 {
-	/* an IKE_SA that never came up gets no ike_updown */
-	if (state == IKE_DESTROYING)
+	/* an IKE_SA that never came up gets no ike_updown; one rekeyed has
+	 * handed its state to the new one (ike_rekey; the bus tells before
+	 * the state changes) */
+	if (state == IKE_DESTROYING && ike_sa->get_state(ike_sa) != IKE_REKEYED)
 	{
 		forget(this, ike_sa);
+		this->pep->ike_gone(this->pep, ike_sa);
+		this->handover->ike_gone(this->handover, ike_sa);
 	}
 	return TRUE;
 }
@@ -231,6 +369,11 @@ METHOD(listener_t, ike_rekey, bool,
 									 id_key(new->get_unique_id(new)), ike));
 	}
 	this->mutex->unlock(this->mutex);
+	/* the keys a PEP took over the old IKE_SA, and those waiting for it */
+	this->pep->ike_rekeyed(this->pep, old->get_unique_id(old),
+						   new->get_unique_id(new));
+	this->handover->ike_rekeyed(this->handover, old->get_unique_id(old),
+								new->get_unique_id(new));
 	return TRUE;
 }
 
@@ -247,9 +390,40 @@ METHOD(les_listener_t, peer_version, u_int,
 	return version;
 }
 
+METHOD(les_listener_t, sa_added, void,
+	private_les_listener_t *this, kernel_ipsec_sa_id_t *id,
+	kernel_ipsec_add_sa_t *data, chunk_t blob)
+{
+	ike_sa_t *ike_sa = charon->bus->get_sa(charon->bus);
+	les_ike_t *ike = NULL;
+	bool peps;
+
+	/* a blob is kept only if a PEP may need keys from it */
+	this->mutex->lock(this->mutex);
+	if (ike_sa)
+	{
+		ike = this->peers->get(this->peers,
+							   id_key(ike_sa->get_unique_id(ike_sa)));
+	}
+	peps = ike && ike->agreed->get_count(ike->agreed);
+	this->mutex->unlock(this->mutex);
+	if (peps)
+	{
+		this->handover->sa_added(this->handover, id, data, blob);
+	}
+}
+
+METHOD(les_listener_t, sa_deleted, void,
+	private_les_listener_t *this, kernel_ipsec_sa_id_t *id)
+{
+	this->handover->sa_deleted(this->handover, id);
+}
+
 METHOD(les_listener_t, destroy, void,
 	private_les_listener_t *this)
 {
+	this->handover->destroy(this->handover);
+	this->pep->destroy(this->pep);
 	this->peers->destroy_function(this->peers, (void*)ike_destroy);
 	this->mutex->destroy(this->mutex);
 	free(this);
@@ -266,12 +440,19 @@ les_listener_t *les_listener_create(void)
 				.ike_updown = _ike_updown,
 				.ike_state_change = _ike_state_change,
 				.ike_rekey = _ike_rekey,
+				.child_updown = _child_updown,
+				.child_rekey = _child_rekey,
+				.child_state_change = _child_state_change,
 			},
 			.peer_version = _peer_version,
+			.sa_added = _sa_added,
+			.sa_deleted = _sa_deleted,
 			.destroy = _destroy,
 		},
 		.peers = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 8),
 		.mutex = mutex_create(MUTEX_TYPE_DEFAULT),
+		.handover = les_handover_create(),
+		.pep = les_pep_role_create(),
 	);
 	return &this->public;
 }

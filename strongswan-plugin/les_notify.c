@@ -185,9 +185,32 @@ static bool take_attr(les_notify_t *out, uint16_t type, chunk_t value,
 	}
 }
 
+bool les_notify_next_attr(chunk_t *data, uint16_t *type, chunk_t *value,
+						  const char **why)
+{
+	uint16_t len;
+
+	if (data->len < LES_NOTIFY_ATTR_HDR_LEN)
+	{
+		*why = "truncated attribute header";
+		return FALSE;
+	}
+	*type = untoh16(data->ptr);
+	len = untoh16(data->ptr + 2);
+	if (len > data->len - LES_NOTIFY_ATTR_HDR_LEN)
+	{
+		*why = "attribute longer than the notify";
+		return FALSE;
+	}
+	*value = chunk_create(data->ptr + LES_NOTIFY_ATTR_HDR_LEN, len);
+	*data = chunk_skip(*data, LES_NOTIFY_ATTR_HDR_LEN + len);
+	return TRUE;
+}
+
 bool les_notify_parse(chunk_t data, les_notify_t *out, const char **why)
 {
-	uint16_t type, len;
+	uint16_t type;
+	chunk_t value;
 
 	*out = (les_notify_t){};
 	if (data.len < LES_NOTIFY_HDR_LEN)
@@ -211,24 +234,11 @@ bool les_notify_parse(chunk_t data, les_notify_t *out, const char **why)
 	data = chunk_skip(data, LES_NOTIFY_HDR_LEN);
 	while (data.len)
 	{
-		if (data.len < LES_NOTIFY_ATTR_HDR_LEN)
-		{
-			*why = "truncated attribute header";
-			goto bad;
-		}
-		type = untoh16(data.ptr);
-		len = untoh16(data.ptr + 2);
-		if (len > data.len - LES_NOTIFY_ATTR_HDR_LEN)
-		{
-			*why = "attribute longer than the notify";
-			goto bad;
-		}
-		if (!take_attr(out, type, chunk_create(data.ptr +
-							LES_NOTIFY_ATTR_HDR_LEN, len), why))
+		if (!les_notify_next_attr(&data, &type, &value, why) ||
+			!take_attr(out, type, value, why))
 		{
 			goto bad;
 		}
-		data = chunk_skip(data, LES_NOTIFY_ATTR_HDR_LEN + len);
 	}
 	return TRUE;
 

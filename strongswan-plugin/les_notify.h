@@ -87,4 +87,12 @@ bool les_notify_parse(chunk_t data, les_notify_t *out, const char **why);
 
 void les_notify_clear(les_notify_t *notify);
 
+/*
+ * The next attribute, type (2) | length (2) | value, of the rest of a
+ * notify's data @data (advanced past it).  FALSE with a reason in *why if
+ * the attribute runs past @data; call while @data.len.
+ */
+bool les_notify_next_attr(chunk_t *data, uint16_t *type, chunk_t *value,
+						  const char **why);
+
 #endif /* LES_NOTIFY_H_ */

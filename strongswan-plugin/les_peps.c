@@ -10,8 +10,9 @@
 /* library DBG: charon routes it to its bus (dbg_bus), tests to stderr */
 #include <utils/debug.h>
 
-/* Identities from the key = value pairs of a settings section. */
-static linked_list_t *load_ids(const char *section)
+/* Identities from the key = value pairs of a settings section, and their
+ * keys into @names if not NULL. */
+static linked_list_t *load_ids(const char *section, linked_list_t *names)
 {
 	linked_list_t *ids = linked_list_create();
 	enumerator_t *e;
@@ -30,6 +31,10 @@ static linked_list_t *load_ids(const char *section)
 			continue;
 		}
 		ids->insert_last(ids, id);
+		if (names)
+		{
+			names->insert_last(names, strdup(key));
+		}
 	}
 	e->destroy(e);
 	return ids;
@@ -48,7 +53,36 @@ les_peps_t *les_peps_create(linked_list_t *mine, linked_list_t *trust)
 
 les_peps_t *les_peps_load(void)
 {
-	return les_peps_create(load_ids("peps"), load_ids("trust"));
+	linked_list_t *conns = linked_list_create();
+	les_peps_t *conf;
+
+	conf = les_peps_create(load_ids("peps", conns), load_ids("trust", NULL));
+	conf->conns = conns;
+	return conf;
+}
+
+const char *les_peps_conn(les_peps_t *conf, identification_t *pep)
+{
+	enumerator_t *ids, *names;
+	identification_t *id;
+	char *name, *found = NULL;
+
+	if (!conf->conns)
+	{
+		return NULL;
+	}
+	ids = conf->mine->create_enumerator(conf->mine);
+	names = conf->conns->create_enumerator(conf->conns);
+	while (!found && ids->enumerate(ids, &id) && names->enumerate(names, &name))
+	{
+		if (id->equals(id, pep))
+		{
+			found = name;
+		}
+	}
+	ids->destroy(ids);
+	names->destroy(names);
+	return found;
 }
 
 void les_peps_destroy(les_peps_t *conf)
@@ -59,6 +93,10 @@ void les_peps_destroy(les_peps_t *conf)
 								   offsetof(identification_t, destroy));
 		conf->trust->destroy_offset(conf->trust,
 									offsetof(identification_t, destroy));
+		if (conf->conns)
+		{
+			conf->conns->destroy_function(conf->conns, free);
+		}
 		free(conf);
 	}
 }

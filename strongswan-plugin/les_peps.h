@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Which PEPs a tunnel's CHILD_SAs are keyed for (docs/ike.md 3): an
+ * Which PEPs a tunnel's CHILD_SAs are keyed for (docs/ike.md 2, "Which PEPs"): an
  * endpoint names the PEPs it keys (those on its side of the hop) and the
  * other side's PEPs it lets read its header zones; the responder of an
  * exchange agrees, and only its answer is acted on.
@@ -16,6 +16,9 @@ typedef struct les_peps_t les_peps_t;
 struct les_peps_t {
 	/* identification_t*: the PEPs this endpoint keys (les.peps) */
 	linked_list_t *mine;
+	/* char*, one per entry of @mine: its name in les.peps, the name of
+	 * the connection to that PEP (NULL if created from lists) */
+	linked_list_t *conns;
 	/* identification_t*: the other side's PEPs it trusts (les.trust),
 	 * wildcards as strongSwan's IDs take them */
 	linked_list_t *trust;
@@ -48,6 +51,9 @@ linked_list_t *les_peps_agree(les_peps_t *conf, les_notify_t *peer);
  */
 linked_list_t *les_peps_accept(les_peps_t *conf, les_notify_t *answer,
 							   u_int *refused);
+
+/* The connection to PEP @pep of @conf->mine (its name in les.peps), or NULL. */
+const char *les_peps_conn(les_peps_t *conf, identification_t *pep);
 
 /* Frees a list of les_pep_t*. */
 void les_peps_free(linked_list_t *agreed);

@@ -162,18 +162,21 @@ grep -E "loaded plugins: " "$log" | grep -vqE " les( |$)" &&
 ok $? "les is not loaded; kernel-netlink serves alone" "$log"
 stop_charon
 
-# 5. The notify and the PEP agreement, outside charon, under ASan and UBSan.
-make -C "$here" B="$tmp/unit" WERROR=1 "$tmp/unit/notify_test" >"$tmp/unit.log" 2>&1
-ok $? "the notify's unit test builds (ASan, UBSan)" "$tmp/unit.log"
-"$tmp/unit/notify_test" >"$tmp/unit.out" 2>"$tmp/unit.err"
-status=$?
-while IFS= read -r line; do
-	case "$line" in
-	"ok - "*) ok 0 "notify: ${line#ok - }" ;;
-	"not ok - "*) ok 1 "notify: ${line#not ok - }" "$tmp/unit.err" ;;
-	esac
-done <"$tmp/unit.out"
-ok $status "the notify's unit test exits 0, no sanitizer report" "$tmp/unit.err"
+# 5. The notify and the PEP agreement, the fourth message's content and
+# the PEP's policy, outside charon, under ASan and UBSan.
+for t in notify keymsg; do
+	make -C "$here" B="$tmp/unit" WERROR=1 "$tmp/unit/${t}_test" >"$tmp/unit-$t.log" 2>&1
+	ok $? "${t}_test builds (ASan, UBSan)" "$tmp/unit-$t.log"
+	"$tmp/unit/${t}_test" >"$tmp/unit-$t.out" 2>"$tmp/unit-$t.err"
+	status=$?
+	while IFS= read -r line; do
+		case "$line" in
+		"ok - "*) ok 0 "$t: ${line#ok - }" ;;
+		"not ok - "*) ok 1 "$t: ${line#not ok - }" "$tmp/unit-$t.err" ;;
+		esac
+	done <"$tmp/unit-$t.out"
+	ok $status "${t}_test exits 0, no sanitizer report" "$tmp/unit-$t.err"
+done
 
 # 6. The PEPs' blobs the plugin derives (charon's HMAC-SHA256) are the
 # bytes lesctl derives (OpenSSL's HKDF), for each key length and direction.

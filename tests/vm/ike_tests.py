@@ -20,6 +20,7 @@ builds it; LES_SW_PLUGIN names another).  The guest's /usr and /etc are
 throw-away overlays: the plugin is copied into /usr/lib/ipsec/plugins.
 """
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -44,12 +45,16 @@ T = None
 OUT = "/tmp"
 
 # The PEPs each endpoint keys (its side of the hop), and the other side's
-# it trusts (docs/ike.md 3): a keys the remote PEP and one b does not
-# trust; b keys the hub and trusts only a's remote PEP.
-PEPS = {"a": {"remote": "remote.pep.les", "extra": "extra.pep.les"},
+# it trusts (docs/ike.md 2): a keys the PEP in m (its charon runs there)
+# and one b does not trust; b keys a hub and trusts only m.  A PEP's name
+# in les.peps is the connection to it: a's "pepm".
+ID = {"a": "a.les", "b": "b.les", "m": "m.pep.les"}
+PEPS = {"a": {"pepm": "m.pep.les", "extra": "extra.pep.les"},
         "b": {"hub": "hub.pep.les"}}
-TRUST = {"a": {"operator": "*.pep.les"}, "b": {"remote": "remote.pep.les"}}
-AGREED = [("remote.pep.les", 1), ("hub.pep.les", 2)]
+TRUST = {"a": {"operator": "*.pep.les"}, "b": {"m": "m.pep.les"}}
+AGREED = [("m.pep.les", 1), ("hub.pep.les", 2)]
+PEP_ADDR = "10.0.1.254"
+PEP_MARK = "0x4c455350"
 
 
 class Charon:
@@ -63,25 +68,15 @@ class Charon:
         self.uri = f"unix://{self.run}/charon.vici"
         self.p = None
 
-    def configure(self, esp_proposals):
-        me, peer = self.ns, ("b" if self.ns == "a" else "a")
-        os.makedirs(self.run, exist_ok=True)
+    def strongswan_conf(self, plugin_conf):
         plugins = ("les " if self.les else "") + PLUGINS
-        peps = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in PEPS[me].items())
-        trust = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in TRUST[me].items())
-        # One setting a line: `a = 1 b = 2` would make a's value "1 b = 2".
         with open(f"{self.etc}/strongswan.conf", "w") as f:
             f.write(f"""charon {{
 	load = {plugins}
 	install_routes = no
 	plugins {{
 		les {{
-			peps {{
-{peps}
-			}}
-			trust {{
-{trust}
-			}}
+{plugin_conf}
 		}}
 	}}
 	filelog {{
@@ -92,16 +87,79 @@ class Charon:
 			time_format = %T
 			default = {4 if self.les else 1}
 			# charon itself logs every CHILD_SA's keymat at chd 4
-			# (keymat_v2.c:635) and every netlink message, SA keys
-			# included, at knl 3 (kernel_netlink_shared.c:325), LES
-			# or not: those two stay below; the plugin's own lines
-			# are at every level.
+			# (keymat_v2.c:635), every netlink message, SA keys
+			# included, at knl 3 (kernel_netlink_shared.c:325), and
+			# every IKE message's plaintext, the fourth message's
+			# keys included, at enc 3 (encrypted_payload.c:490):
+			# those three stay below; the plugin's own lines are at
+			# every level.
 			chd = 3
 			knl = 2
+			enc = 2
 		}}
 	}}
 }}
 """)
+
+    def configure_pep(self):
+        """The PEP in m: keys from a only, for a's and b's addresses."""
+        os.makedirs(self.run, exist_ok=True)
+        self.strongswan_conf(f"""			pep {{
+				endpoints {{
+					a {{
+						id = {ID["a"]}
+						addrs = {ADDR["a"]}, {ADDR["b"]}
+						max_states = 6
+					}}
+				}}
+			}}""")
+        with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
+            f.write(f"""connections {{
+	endpoints {{
+		version = 2
+		local_addrs = {PEP_ADDR}
+		childless = allow
+		local {{
+			auth = pubkey
+			certs = m.pem
+			id = {ID["m"]}
+		}}
+		remote {{
+			auth = pubkey
+		}}
+	}}
+}}
+""")
+
+    def configure(self, esp_proposals):
+        me, peer = self.ns, ("b" if self.ns == "a" else "a")
+        os.makedirs(self.run, exist_ok=True)
+        peps = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in PEPS[me].items())
+        trust = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in TRUST[me].items())
+        self.strongswan_conf(f"""			peps {{
+{peps}
+			}}
+			trust {{
+{trust}
+			}}""")
+        # a's connection to the PEP in m, which the plugin brings up
+        # (childless) to hand it its keys.
+        pepm = f"""
+	pepm {{
+		version = 2
+		local_addrs = {ADDR["a"]}
+		remote_addrs = {PEP_ADDR}
+		childless = force
+		local {{
+			auth = pubkey
+			certs = a.pem
+			id = {ID["a"]}
+		}}
+		remote {{
+			auth = pubkey
+			id = {ID["m"]}
+		}}
+	}}""" if me == "a" else ""
         with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
             f.write(f"""connections {{
 	les {{
@@ -111,11 +169,11 @@ class Charon:
 		local {{
 			auth = pubkey
 			certs = {me}.pem
-			id = {me}.les
+			id = {ID[me]}
 		}}
 		remote {{
 			auth = pubkey
-			id = {peer}.les
+			id = {ID[peer]}
 		}}
 		children {{
 			les {{
@@ -126,7 +184,7 @@ class Charon:
 				replay_window = 4096
 			}}
 		}}
-	}}
+	}}{pepm}
 }}
 """)
 
@@ -175,14 +233,14 @@ def make_pki():
     sh(f"pki --gen --type ed25519 --outform pem > {pki}/ca.key 2>/dev/null")
     sh(f"pki --self --ca --lifetime 30 --in {pki}/ca.key --type ed25519 "
        f"--dn 'CN=LES test CA' --outform pem > {pki}/ca.pem 2>/dev/null")
-    for ns in "ab":
+    for ns in "abm":
         etc = f"/etc/netns/{nsname(ns)}/swanctl"
         for d in ("x509", "x509ca", "private"):
             os.makedirs(f"{etc}/{d}", exist_ok=True)
         sh(f"pki --gen --type ed25519 --outform pem > {etc}/private/{ns}.pem 2>/dev/null")
         sh(f"pki --pub --in {etc}/private/{ns}.pem 2>/dev/null | "
            f"pki --issue --cacert {pki}/ca.pem --cakey {pki}/ca.key --lifetime 30 "
-           f"--dn 'CN={ns}.les' --san {ns}.les --outform pem > {etc}/x509/{ns}.pem 2>/dev/null")
+           f"--dn 'CN={ID[ns]}' --san {ID[ns]} --outform pem > {etc}/x509/{ns}.pem 2>/dev/null")
         shutil.copy(f"{pki}/ca.pem", f"{etc}/x509ca/ca.pem")
 
 
@@ -246,6 +304,54 @@ def keys_in_log(blobs, texts):
     return found
 
 
+ROLE_ENDPOINT, ROLE_VIEW, ROLE_ORIGIN_IN, ROLE_ORIGIN_OUT = 1, 2, 3, 4
+PEP_CHARON = []
+
+
+def role(s):
+    """The LES blob role of a state's key, 0 if not LES."""
+    k = s["key"]
+    return k[5] if k and k.startswith(LES_MAGIC) and len(k) > 12 else 0
+
+
+def derive(blob, pep_id):
+    """lesctl blob derive: {role name: blob bytes}."""
+    out = sh(f"{REPO}/tools/lesctl/lesctl -j blob derive 0x{blob.hex()} pep-id {pep_id}").stdout
+    return {d["role"]: bytes.fromhex(d["blob"][2:]) for d in json.loads(out)}
+
+
+def pep_keys(a, les_a):
+    """The fourth message: a hands the PEP in m its keys."""
+    got = wait_for(lambda: len(states("m")) == 3, 30, 0.5)
+    sm = states("m")
+    views = {s["spi"]: s["key"] for s in sm if role(s) == ROLE_VIEW}
+    outs = [s for s in sm if role(s) == ROLE_ORIGIN_OUT]
+    ins = [s for s in states("a") if role(s) == ROLE_ORIGIN_IN]
+    want = {s["spi"]: derive(s["key"], 1) for s in les_a}
+    T.ok(got and set(views) == set(want) and
+         all(views[x] == want[x]["pep-view"] for x in views) and
+         all(PEP_MARK in s["text"] for s in sm),
+         "ike: the PEP in m holds both directions' pep-view keys, under the endpoint SAs' "
+         "SPIs, with the PEP mark: the blobs lesctl derives from a's endpoint blobs",
+         {"m": [(hex(s["spi"]), role(s)) for s in sm], "want": [hex(x) for x in want]})
+    inbound = [s for s in les_a if s["dst"] == ADDR["a"]]
+    T.ok(len(outs) == 1 and len(ins) == 1 and outs[0]["spi"] == ins[0]["spi"] and
+         inbound and outs[0]["key"] == want[inbound[0]["spi"]]["pep-origin-out"] and
+         ins[0]["key"] == want[inbound[0]["spi"]]["pep-origin-in"] and
+         (outs[0]["src"], outs[0]["dst"]) == (ADDR["b"], ADDR["a"]),
+         "ike: m holds its pep-origin-out key (pep_id 1, from b to a: it ACKs in b's name) "
+         "and a the pep-origin-in SA under the same SPI, which a chose",
+         {"out": [(hex(s["spi"]), s["src"], s["dst"]) for s in outs],
+          "in": [(hex(s["spi"]), s["src"], s["dst"]) for s in ins]})
+    T.ok("les: PEP 'm.pep.les' took the keys of CHILD_SA" in a.text() and
+         "les pep: installed 3 states of CHILD_SA" in PEP_CHARON[0].text(),
+         "ike: the PEP acknowledged the keys in the INFORMATIONAL exchange's response",
+         a.text()[-1500:] + PEP_CHARON[0].text()[-1500:])
+    p = sh(f"{REPO}/tools/lesctl/lesctl pep show", ns="m", check=False)
+    T.ok(p.returncode == 0 and len(re.findall(r"(?m)^\s*key ", p.stdout)) >= 2,
+         "ike: lesctl pep show in m lists the keys", p.stdout[-1500:] + p.stderr)
+
+
 def les_tunnel(a, b):
     """The LES tunnel, from set-up to terminate."""
     p = a.swanctl("--initiate --child les --timeout 150", check=False, timeout=200)
@@ -259,11 +365,13 @@ def les_tunnel(a, b):
     agreed = {c.ns: re.findall(r"les: PEP '([^']+)' agreed, pep_id (\d+)", c.text())
               for c in (a, b)}
     T.ok(all([(n, int(i)) for n, i in agreed[ns]] == AGREED for ns in "ab"),
-         "ike: the PEPs agreed in IKE_AUTH, the same on both ends: a's remote PEP "
+         "ike: the PEPs agreed in IKE_AUTH, the same on both ends: a's PEP m "
          "(b trusts it) and b's hub (a trusts it), pep_ids 1 and 2; not the PEP of "
          "a's that b does not trust", agreed)
-    sa, sb = states("a"), states("b")
-    les_a = [s for s in sa if s["key"] and s["key"].startswith(LES_MAGIC)]
+    # The endpoint SAs; a also holds the pep-origin-in SA of m's ACKs.
+    sa = [s for s in states("a") if role(s) != ROLE_ORIGIN_IN]
+    sb = states("b")
+    les_a = [s for s in sa if role(s) == ROLE_ENDPOINT]
     T.ok(len(sa) == 2 and len(les_a) == 2 and all(s["alg"] == "rfc4106(gcm(aes))" for s in sa),
          "ike: both states of the CHILD_SA are rfc4106(gcm(aes)) with an LES blob as key",
          [(s["spi"], s["alg"], s["key"][:4] if s["key"] else None) for s in sa])
@@ -283,6 +391,7 @@ def les_tunnel(a, b):
         detail.append((hex(s["spi"]), s["src"], k[:12].hex(), len(k)))
     T.ok(ok, "ike: the blobs are version 2 endpoint blobs, AES-256, 116 bytes, "
          "R2I set exactly on the responder-to-initiator SA", detail)
+    pep_keys(a, les_a)
     inbound = [s for s in sa if s["dst"] == ADDR["a"]]
     T.ok(inbound and re.search(r"replay[-_]window 4096", inbound[0]["text"]),
          "ike: the inbound SA has replay_window 4096", inbound[0]["text"] if inbound else sa)
@@ -297,9 +406,12 @@ def les_tunnel(a, b):
          "ike: les.ko sealed and opened the traffic on both endpoints, no failures", d)
 
     old = {s["spi"] for s in les_a}
+
+    def endpoint_states():
+        return [s for s in states("a") if role(s) == ROLE_ENDPOINT]
     p = a.swanctl("--rekey --child les", check=False)
-    rekeyed = wait_for(lambda: len({s["spi"] for s in states("a")} - old) >= 2, 30, 0.5)
-    new = [s for s in states("a") if s["spi"] not in old]
+    rekeyed = wait_for(lambda: len({s["spi"] for s in endpoint_states()} - old) >= 2, 30, 0.5)
+    new = [s for s in endpoint_states() if s["spi"] not in old]
     T.ok(p.returncode == 0 and rekeyed and len(new) == 2
          and all(s["key"] and s["key"].startswith(LES_MAGIC)
                  and s["key"][12:] not in [o["key"][12:] for o in les_a] for s in new),
@@ -307,21 +419,33 @@ def les_tunnel(a, b):
          p.stdout[-2000:] + str([(hex(s["spi"]), s["key"][:8] if s["key"] else None)
                                  for s in states("a")]))
     T.run("ike: data flows after the rekey", tcp_through, 100000, 5302)
+    # The rekeyed CHILD_SA's keys replace the old one's at the PEP.
+    new_spis = {s["spi"] for s in new}
+    moved = wait_for(lambda: {s["spi"] for s in states("m") if role(s) == ROLE_VIEW} == new_spis,
+                     30, 0.5)
+    T.ok(moved and len(states("m")) == 3 and
+         len([s for s in states("a") if role(s) == ROLE_ORIGIN_IN]) == 1,
+         "ike: after the rekey the PEP holds the new CHILD_SA's views and pep-origin-out "
+         "only, and a the one pep-origin-in SA that goes with them",
+         {"m": [(hex(s["spi"]), role(s)) for s in states("m")], "new": [hex(x) for x in new_spis],
+          "a": [(hex(s["spi"]), role(s)) for s in states("a")]})
 
-    blobs = [s["key"] for s in states("a") if s["key"] and s["key"].startswith(LES_MAGIC)]
+    blobs = [s["key"] for ns in "am" for s in states(ns) if role(s)]
     blobs += [s["key"] for s in les_a]
-    texts = [a.text(), b.text()]
+    texts = [a.text(), b.text(), PEP_CHARON[0].text()]
     leaked = keys_in_log(blobs, texts)
     # The check itself: a blob's bytes written into the text are found.
     probe = keys_in_log(blobs[:1], [" 0: " + " ".join(f"{x:02X}" for x in blobs[0][:32])])
     T.ok(not leaked and probe and all(len(t) > 10000 for t in texts),
-         "ike: no 8 bytes of any K2, K1 or KP reach charon's log (level 4; chd 3, knl 2)",
+         "ike: no 8 bytes of any K2, K1, KP or PEP key reach the three charons' logs "
+         "(level 4; chd 3, knl 2, enc 2)",
          {"leaked": leaked[:5], "probe": bool(probe), "log sizes": [len(t) for t in texts]})
 
     p = a.swanctl("--terminate --ike les --timeout 30", check=False)
-    gone = wait_for(lambda: not states("a") and not states("b"), 20, 0.5)
-    T.ok(p.returncode == 0 and gone, "ike: swanctl --terminate removes the states on both ends",
-         p.stdout[-2000:] + str([states(ns) for ns in "ab"]))
+    gone = wait_for(lambda: not states("a") and not states("b") and not states("m"), 20, 0.5)
+    T.ok(p.returncode == 0 and gone, "ike: swanctl --terminate removes the states on both ends "
+         "and the PEP's keys (its pep-origin-in SA at a too)",
+         p.stdout[-2000:] + str([states(ns) for ns in "abm"]))
 
 
 def stock_peer(a, b):
@@ -363,23 +487,26 @@ def run(tap, out, ko=None):
     shutil.rmtree(BASE, ignore_errors=True)
     # The guest's /usr is a throw-away overlay: install the plugin there.
     shutil.copy(PLUGIN, "/usr/lib/ipsec/plugins/libstrongswan-les.so")
-    for ns in "ab":
+    for ns in "abm":
         os.makedirs(f"/etc/netns/{nsname(ns)}/swanctl", exist_ok=True)
     xfrm_flush()
     charons = []
+    PEP_CHARON.clear()
     try:
         make_pki()
-        a, b = Charon("a", True, "les"), Charon("b", True, "les")
-        charons += [a, b]
+        a, b, m = Charon("a", True, "les"), Charon("b", True, "les"), Charon("m", True, "pep")
+        charons += [a, b, m]
+        PEP_CHARON.append(m)
         for c in (a, b):
             c.configure("les256,aes256gcm16")
-        up = all(c.start() for c in (a, b))
-        T.ok(up and all(re.search(r"loaded plugins: .*\bles\b", c.text()) for c in (a, b)),
-             "ike: Debian's charon runs in a and b with the les plugin loaded",
-             a.text()[-2000:] + b.text()[-2000:])
+        m.configure_pep()
+        up = all(c.start() for c in (a, b, m))
+        T.ok(up and all(re.search(r"loaded plugins: .*\bles\b", c.text()) for c in (a, b, m)),
+             "ike: Debian's charon runs in a, b and the PEP m with the les plugin loaded",
+             a.text()[-2000:] + b.text()[-2000:] + m.text()[-2000:])
         if not up:
             return
-        loaded = [c.swanctl("--load-all", check=False) for c in (a, b)]
+        loaded = [c.swanctl("--load-all", check=False) for c in (a, b, m)]
         T.ok(all(p.returncode == 0 for p in loaded), "ike: swanctl --load-all (Ed25519 certificates)",
              "\n".join(p.stdout[-1500:] + p.stderr for p in loaded))
         les_tunnel(a, b)
@@ -396,6 +523,7 @@ def run(tap, out, ko=None):
         for c in charons:
             c.stop()
         xfrm_flush()
-        for ns in "ab":
+        sh("ip xfrm state flush", ns="m", check=False)
+        for ns in "abm":
             shutil.rmtree(f"/etc/netns/{nsname(ns)}", ignore_errors=True)
         print(f"# ike: {time.monotonic() - t0:.0f} s", flush=True)
