@@ -37,9 +37,6 @@ struct private_les_handover_t {
 	/* origin_t*: the pep-origin-in SAs this endpoint installed */
 	linked_list_t *origins;
 
-	/* later_t*: CHILD_SAs up whose outbound SA is not installed yet */
-	linked_list_t *later;
-
 	/* unique id of an IKE_SA to a PEP => linked_list_t* of notify_t* */
 	hashtable_t *waiting;
 
@@ -82,21 +79,6 @@ typedef struct {
 	char *conn;
 	notify_t *notify;
 } send_t;
-
-/* A CHILD_SA up whose outbound SA is not installed yet (a rekey's). */
-typedef struct {
-	private_les_handover_t *this;
-	uint32_t child, out_spi, in_spi;
-	linked_list_t *agreed;
-} later_t;
-
-static void later_destroy(later_t *l)
-{
-	les_peps_free(l->agreed);
-	free(l);
-}
-
-static job_requeue_t later_job(later_t *l);
 
 static inline void *id_key(uint32_t id)
 {
@@ -146,8 +128,6 @@ METHOD(les_handover_t, sa_added, void,
 	private_les_handover_t *this, kernel_ipsec_sa_id_t *id,
 	kernel_ipsec_add_sa_t *data, chunk_t blob)
 {
-	later_t *l, *found = NULL;
-	enumerator_t *e;
 	kept_t *k;
 
 	INIT(k,
@@ -174,22 +154,7 @@ METHOD(les_handover_t, sa_added, void,
 	);
 	this->mutex->lock(this->mutex);
 	this->kept->insert_last(this->kept, k);
-	e = this->later->create_enumerator(this->later);
-	while (!found && e->enumerate(e, &l))
-	{
-		if (!data->inbound && l->out_spi == id->spi)
-		{
-			this->later->remove_at(this->later, e);
-			found = l;
-		}
-	}
-	e->destroy(e);
 	this->mutex->unlock(this->mutex);
-	if (found)
-	{	/* not from inside charon's add_sa: a job does it */
-		lib->processor->queue_job(lib->processor, (job_t*)callback_job_create(
-				(callback_job_cb_t)later_job, found, (void*)later_destroy, NULL));
-	}
 }
 
 /*
@@ -453,59 +418,30 @@ static void hand_over_all(private_les_handover_t *this, uint32_t child, linked_l
 	les_peps_destroy(conf);
 }
 
-static linked_list_t *agreed_clone(linked_list_t *agreed)
-{
-	linked_list_t *clone = linked_list_create();
-	enumerator_t *e;
-	les_pep_t *pep;
-
-	e = agreed->create_enumerator(agreed);
-	while (e->enumerate(e, &pep))
-	{
-		clone->insert_last(clone, les_pep_create(pep->pep_id,
-												 pep->id->clone(pep->id)));
-	}
-	e->destroy(e);
-	return clone;
-}
-
 /*
- * Both SAs of the CHILD_SA kept: hand over now.  With kernel-netlink charon
- * installs a rekey's outbound SA with its inbound one (it reports
- * KERNEL_POLICY_SPI); a kernel interface that does not makes it wait for
- * the exchange's end (or, as responder, the old SA's delete): then the
- * hand-over waits for the outbound SA (@may_wait), once.  The kernel is
- * called here: not under the mutex, which the kernel wrapper's add_sa and
- * del_sa take.
+ * Both SAs of the CHILD_SA are kept by now: charon installs the outbound
+ * SA with the inbound one, a rekey's too, as kernel-netlink reports
+ * KERNEL_POLICY_SPI (child_sa.c register_outbound).  The kernel is called
+ * here: not under the mutex, which the kernel wrapper's add_sa and del_sa
+ * take.
  */
 static void child_up(private_les_handover_t *this, uint32_t child,
-					 uint32_t out_spi, uint32_t in_spi, linked_list_t *agreed,
-					 bool may_wait)
+					 uint32_t out_spi, uint32_t in_spi, linked_list_t *agreed)
 {
-	kept_t *out, *in = NULL;
-	later_t *l;
+	kept_t *out, *in;
 
 	this->mutex->lock(this->mutex);
 	out = take_kept(this, out_spi, FALSE);
-	if (out || !may_wait || !agreed->get_count(agreed))
-	{
-		in = take_kept(this, in_spi, TRUE);
-	}
-	else
-	{
-		INIT(l,
-			.this = this,
-			.child = child,
-			.out_spi = out_spi,
-			.in_spi = in_spi,
-			.agreed = agreed_clone(agreed),
-		);
-		this->later->insert_last(this->later, l);
-	}
+	in = take_kept(this, in_spi, TRUE);
 	this->mutex->unlock(this->mutex);
 	if (out && in)
 	{
 		hand_over_all(this, child, agreed, out, in);
+	}
+	else if (out || in)
+	{
+		DBG1(DBG_IKE, "les: CHILD_SA %u has one LES SA installed: its PEPs "
+			 "get no keys", child);
 	}
 	if (out)
 	{
@@ -525,19 +461,8 @@ static void child_down(private_les_handover_t *this, ike_sa_t *ike_sa,
 	linked_list_t *gone = linked_list_create();
 	enumerator_t *e;
 	origin_t *o;
-	later_t *l;
 
 	this->mutex->lock(this->mutex);
-	e = this->later->create_enumerator(this->later);
-	while (e->enumerate(e, &l))
-	{
-		if (l->child == child)
-		{
-			this->later->remove_at(this->later, e);
-			later_destroy(l);
-		}
-	}
-	e->destroy(e);
 	e = this->origins->create_enumerator(this->origins);
 	while (e->enumerate(e, &o))
 	{
@@ -571,7 +496,7 @@ METHOD(les_handover_t, child_updown, void,
 	{
 		child_up(this, child_sa->get_unique_id(child_sa),
 				 child_sa->get_spi(child_sa, FALSE),
-				 child_sa->get_spi(child_sa, TRUE), agreed, TRUE);
+				 child_sa->get_spi(child_sa, TRUE), agreed);
 	}
 	else
 	{
@@ -688,7 +613,6 @@ METHOD(les_handover_t, destroy, void,
 {
 	this->kept->destroy_function(this->kept, (void*)kept_destroy);
 	this->origins->destroy_function(this->origins, (void*)origin_destroy);
-	this->later->destroy_function(this->later, (void*)later_destroy);
 	this->waiting->destroy_function(this->waiting, (void*)notifies_destroy);
 	this->mutex->destroy(this->mutex);
 	free(this);
@@ -711,15 +635,8 @@ les_handover_t *les_handover_create(void)
 		},
 		.kept = linked_list_create(),
 		.origins = linked_list_create(),
-		.later = linked_list_create(),
 		.waiting = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 8),
 		.mutex = mutex_create(MUTEX_TYPE_DEFAULT),
 	);
 	return &this->public;
-}
-
-static job_requeue_t later_job(later_t *l)
-{
-	child_up(l->this, l->child, l->out_spi, l->in_spi, l->agreed, FALSE);
-	return JOB_REQUEUE_NONE;
 }

@@ -285,9 +285,10 @@ static void child_changed(private_les_listener_t *this, ike_sa_t *ike_sa,
 	les_pep_t *pep;
 
 	this->mutex->lock(this->mutex);
-	ike = this->peers->get(this->peers, id_key(ike_sa->get_unique_id(ike_sa)));
+	ike = up ? this->peers->get(this->peers,
+								id_key(ike_sa->get_unique_id(ike_sa))) : NULL;
 	if (ike)
-	{
+	{	/* a copy: the handover calls the kernel, not under our mutex */
 		e = ike->agreed->create_enumerator(ike->agreed);
 		while (e->enumerate(e, &pep))
 		{
