@@ -7,7 +7,9 @@
  * deadlock.  The job checks out (or creates) the IKE_SA of the connection
  * named for the PEP in les.peps, leaves the keys for it and queues an
  * INFORMATIONAL exchange, whose request this endpoint's message hook
- * fills in.
+ * fills in.  A PEP's key message is kept while its CHILD_SA lives: when the
+ * IKE_SA that carried it goes (the PEP restarted, DPD, it never came up),
+ * it is sent again over a new one, later each time the PEP does not take it.
  */
 #include "les_handover.h"
 #include "les_blob.h"
@@ -24,6 +26,11 @@
 
 /* Key notifies in one INFORMATIONAL request (charon takes 20 at most). */
 #define LES_HANDOVER_NOTIFIES_MAX	16
+
+/* Seconds before keys whose IKE_SA went are sent again; doubled for each
+ * attempt the PEP did not answer, up to 2^4 times. */
+#define LES_HANDOVER_RESEND_DELAY	30
+#define LES_HANDOVER_RESEND_SHIFT_MAX	4u
 
 typedef struct private_les_handover_t private_les_handover_t;
 
@@ -60,11 +67,19 @@ typedef struct {
 	chunk_t blob;
 } kept_t;
 
-/* A pep-origin-in SA installed here, and the PEP that holds its other end. */
+/*
+ * A pep-origin-in SA installed here, and the PEP that holds its other end:
+ * the key message that PEP got, to send again if need be.
+ */
 typedef struct {
 	uint32_t child;
 	char *conn;
 	kernel_ipsec_sa_id_t id;
+	chunk_t keys;
+	/* the IKE_SA the keys went or go over, 0 if they are due again */
+	uint32_t ike;
+	/* attempts since the PEP last answered */
+	u_int attempts;
 } origin_t;
 
 /* A notify for a PEP. */
@@ -73,7 +88,10 @@ typedef struct {
 	chunk_t data;
 } notify_t;
 
-/* What a job takes to a PEP's connection. */
+/*
+ * What a job takes to a PEP's connection: a delete notify, or (@notify
+ * NULL) the keys of every origin of @conn that are due.
+ */
 typedef struct {
 	private_les_handover_t *this;
 	char *conn;
@@ -100,6 +118,7 @@ static void origin_destroy(origin_t *o)
 	o->id.src->destroy(o->id.src);
 	o->id.dst->destroy(o->id.dst);
 	free(o->conn);
+	chunk_clear(&o->keys);
 	free(o);
 }
 
@@ -271,20 +290,88 @@ static uint32_t install_origin_in(kept_t *in, uint32_t pep_id)
 	return status == SUCCESS ? id.spi : 0;
 }
 
+/* Leaves @n for the next INFORMATIONAL request of @ike_sa (mutex held). */
+static void leave_for(private_les_handover_t *this, ike_sa_t *ike_sa,
+					  notify_t *n)
+{
+	linked_list_t *list;
+	void *key = id_key(ike_sa->get_unique_id(ike_sa));
+
+	list = this->waiting->get(this->waiting, key);
+	if (!list)
+	{
+		list = linked_list_create();
+		this->waiting->put(this->waiting, key, list);
+	}
+	list->insert_last(list, n);
+}
+
+/* Whether keys for @conn are due (mutex held). */
+static bool keys_due(private_les_handover_t *this, const char *conn)
+{
+	enumerator_t *e;
+	origin_t *o;
+	bool due = FALSE;
+
+	e = this->origins->create_enumerator(this->origins);
+	while (!due && e->enumerate(e, &o))
+	{
+		due = !o->ike && streq(o->conn, conn);
+	}
+	e->destroy(e);
+	return due;
+}
+
+/* Leaves the keys due for @conn for @ike_sa; returns how many (mutex held). */
+static u_int leave_keys(private_les_handover_t *this, const char *conn,
+						ike_sa_t *ike_sa)
+{
+	enumerator_t *e;
+	origin_t *o;
+	notify_t *n;
+	u_int count = 0;
+
+	e = this->origins->create_enumerator(this->origins);
+	while (e->enumerate(e, &o))
+	{
+		if (o->ike || !streq(o->conn, conn))
+		{
+			continue;
+		}
+		INIT(n,
+			.type = LES_NOTIFY_KEYS,
+			.data = chunk_clone(o->keys),
+		);
+		leave_for(this, ike_sa, n);
+		o->ike = ike_sa->get_unique_id(ike_sa);
+		o->attempts++;
+		count++;
+	}
+	e->destroy(e);
+	return count;
+}
+
 static job_requeue_t send_job(send_t *s)
 {
 	private_les_handover_t *this = s->this;
 	peer_cfg_t *peer_cfg;
 	ike_sa_t *ike_sa;
-	linked_list_t *list;
+	u_int count = 1;
 
-	if (s->notify->type == LES_NOTIFY_KEYS_DELETE)
-	{	/* no IKE_SA to the PEP: it has deleted the keys already */
+	if (s->notify)
+	{	/* a delete; no IKE_SA to the PEP: it has deleted the keys already */
 		ike_sa = charon->ike_sa_manager->checkout_by_name(
 									charon->ike_sa_manager, s->conn, FALSE);
 	}
 	else
 	{
+		this->mutex->lock(this->mutex);
+		count = keys_due(this, s->conn);
+		this->mutex->unlock(this->mutex);
+		if (!count)
+		{	/* another job took them */
+			return JOB_REQUEUE_NONE;
+		}
 		peer_cfg = charon->backends->get_peer_cfg_by_name(charon->backends,
 														  s->conn);
 		if (!peer_cfg)
@@ -302,17 +389,22 @@ static job_requeue_t send_job(send_t *s)
 		return JOB_REQUEUE_NONE;
 	}
 	this->mutex->lock(this->mutex);
-	list = this->waiting->get(this->waiting,
-							  id_key(ike_sa->get_unique_id(ike_sa)));
-	if (!list)
+	if (s->notify)
 	{
-		list = linked_list_create();
-		this->waiting->put(this->waiting,
-						   id_key(ike_sa->get_unique_id(ike_sa)), list);
+		leave_for(this, ike_sa, s->notify);
+		s->notify = NULL;
 	}
-	list->insert_last(list, s->notify);
-	s->notify = NULL;
+	else
+	{
+		count = leave_keys(this, s->conn, ike_sa);
+	}
 	this->mutex->unlock(this->mutex);
+	if (!count && ike_sa->get_state(ike_sa) == IKE_CREATED)
+	{
+		charon->ike_sa_manager->checkin_and_destroy(charon->ike_sa_manager,
+													ike_sa);
+		return JOB_REQUEUE_NONE;
+	}
 	/* an INFORMATIONAL exchange, after IKE_AUTH if it is a new IKE_SA */
 	ike_sa->queue_task(ike_sa, (task_t*)ike_dpd_create(TRUE));
 	if (ike_sa->initiate(ike_sa, NULL, NULL) == DESTROY_ME)
@@ -327,26 +419,51 @@ static job_requeue_t send_job(send_t *s)
 	return JOB_REQUEUE_NONE;
 }
 
-static void queue_send(private_les_handover_t *this, const char *conn,
-					   uint16_t type, chunk_t data)
+static job_t *send_job_create(private_les_handover_t *this, const char *conn,
+							  notify_t *notify)
 {
 	send_t *s;
 
 	INIT(s,
 		.this = this,
 		.conn = strdup(conn),
+		.notify = notify,
 	);
-	INIT(s->notify,
-		.type = type,
-		.data = data,
+	return (job_t*)callback_job_create((callback_job_cb_t)send_job, s,
+									   (void*)send_destroy, NULL);
+}
+
+/* Sends the keys due for @conn: now, or in @delay seconds. */
+static void queue_keys(private_les_handover_t *this, const char *conn,
+					   uint32_t delay)
+{
+	job_t *job = send_job_create(this, conn, NULL);
+
+	if (delay)
+	{
+		lib->scheduler->schedule_job(lib->scheduler, job, delay);
+	}
+	else
+	{
+		lib->processor->queue_job(lib->processor, job);
+	}
+}
+
+static void queue_delete(private_les_handover_t *this, const char *conn,
+						 uint32_t child)
+{
+	notify_t *n;
+
+	INIT(n,
+		.type = LES_NOTIFY_KEYS_DELETE,
+		.data = les_keymsg_build_delete(child),
 	);
-	lib->processor->queue_job(lib->processor, (job_t*)callback_job_create(
-			(callback_job_cb_t)send_job, s, (void*)send_destroy, NULL));
+	lib->processor->queue_job(lib->processor, send_job_create(this, conn, n));
 }
 
 /* Hands PEP @pep (agreed, @conn is its connection) the keys of a CHILD_SA. */
-static void hand_over(private_les_handover_t *this, uint32_t child, les_pep_t *pep, const char *conn,
-					  kept_t *out, kept_t *in)
+static void hand_over(private_les_handover_t *this, uint32_t child,
+					  les_pep_t *pep, const char *conn, kept_t *out, kept_t *in)
 {
 	les_keymsg_t msg = {
 		.child = child,
@@ -376,10 +493,6 @@ static void hand_over(private_les_handover_t *this, uint32_t child, les_pep_t *p
 			.if_id = in->if_id,
 		},
 	);
-	this->mutex->lock(this->mutex);
-	this->origins->insert_last(this->origins, origin);
-	this->mutex->unlock(this->mutex);
-
 	view_out = keymsg_sa(out, LES_ROLE_PEP_VIEW, out->spi);
 	view_out->blob = les_blob_pep_view(out->blob);
 	view_in = keymsg_sa(in, LES_ROLE_PEP_VIEW, in->spi);
@@ -390,17 +503,22 @@ static void hand_over(private_les_handover_t *this, uint32_t child, les_pep_t *p
 	msg.sas->insert_last(msg.sas, view_out);
 	msg.sas->insert_last(msg.sas, view_in);
 	msg.sas->insert_last(msg.sas, origin_out);
-	queue_send(this, conn, LES_NOTIFY_KEYS, les_keymsg_build(&msg));
+	origin->keys = les_keymsg_build(&msg);
+	this->mutex->lock(this->mutex);
+	this->origins->insert_last(this->origins, origin);
+	this->mutex->unlock(this->mutex);
+	queue_keys(this, conn, 0);
 	DBG1(DBG_IKE, "les: handing PEP '%Y' (pep_id %u) the keys of CHILD_SA "
 		 "%u over '%s'", pep->id, pep->pep_id, msg.child, conn);
 	les_keymsg_clear(&msg);
 }
 
 /* Hands each agreed PEP of ours the keys of a CHILD_SA whose SAs are kept. */
-static void hand_over_all(private_les_handover_t *this, uint32_t child, linked_list_t *agreed, kept_t *out,
-						  kept_t *in)
+static void hand_over_all(private_les_handover_t *this, uint32_t child,
+						  linked_list_t *agreed, kept_t *out, kept_t *in)
 {
 	les_peps_t *conf = les_peps_load();
+	peer_cfg_t *peer_cfg;
 	enumerator_t *e;
 	les_pep_t *pep;
 	const char *conn;
@@ -409,10 +527,20 @@ static void hand_over_all(private_les_handover_t *this, uint32_t child, linked_l
 	while (e->enumerate(e, &pep))
 	{
 		conn = les_peps_conn(conf, pep->id);
-		if (conn)
-		{	/* ours to key; the other side keys its own */
-			hand_over(this, child, pep, conn, out, in);
+		if (!conn)
+		{	/* the other side keys its own */
+			continue;
 		}
+		peer_cfg = charon->backends->get_peer_cfg_by_name(charon->backends,
+														  (char*)conn);
+		if (!peer_cfg)
+		{
+			DBG1(DBG_IKE, "les: no connection '%s' to hand PEP '%Y' its keys",
+				 conn, pep->id);
+			continue;
+		}
+		peer_cfg->destroy(peer_cfg);
+		hand_over(this, child, pep, conn, out, in);
 	}
 	e->destroy(e);
 	les_peps_destroy(conf);
@@ -479,8 +607,7 @@ static void child_down(private_les_handover_t *this, ike_sa_t *ike_sa,
 	while (gone->remove_first(gone, (void**)&o) == SUCCESS)
 	{
 		charon->kernel->del_sa(charon->kernel, &o->id, &del);
-		queue_send(this, o->conn, LES_NOTIFY_KEYS_DELETE,
-				   les_keymsg_build_delete(child));
+		queue_delete(this, o->conn, child);
 		DBG1(DBG_IKE, "les: CHILD_SA %u went: deleting its keys at the PEP "
 			 "of '%s'", child, o->conn);
 		origin_destroy(o);
@@ -536,6 +663,41 @@ METHOD(les_handover_t, request, void,
 	this->mutex->unlock(this->mutex);
 }
 
+/*
+ * The PEP answered for @child over IKE_SA @ike: attempts start again; keys
+ * it refused are not sent again, and their pep-origin-in SA goes.
+ */
+static void answered(private_les_handover_t *this, uint32_t ike,
+					 uint32_t child, bool refused)
+{
+	kernel_ipsec_del_sa_t del = {};
+	enumerator_t *e;
+	origin_t *o, *gone = NULL;
+
+	this->mutex->lock(this->mutex);
+	e = this->origins->create_enumerator(this->origins);
+	while (e->enumerate(e, &o))
+	{
+		if (o->ike == ike && o->child == child)
+		{
+			o->attempts = 0;
+			if (refused)
+			{
+				this->origins->remove_at(this->origins, e);
+				gone = o;
+				break;
+			}
+		}
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+	if (gone)
+	{
+		charon->kernel->del_sa(charon->kernel, &gone->id, &del);
+		origin_destroy(gone);
+	}
+}
+
 METHOD(les_handover_t, response, void,
 	private_les_handover_t *this, ike_sa_t *ike_sa, message_t *message)
 {
@@ -559,6 +721,8 @@ METHOD(les_handover_t, response, void,
 		{
 			continue;
 		}
+		answered(this, ike_sa->get_unique_id(ike_sa), child,
+				 status != LES_KEYS_OK);
 		if (status == LES_KEYS_OK)
 		{
 			DBG1(DBG_IKE, "les: PEP '%Y' took the keys of CHILD_SA %u",
@@ -567,33 +731,80 @@ METHOD(les_handover_t, response, void,
 		else
 		{
 			DBG1(DBG_IKE, "les: PEP '%Y' refused the keys of CHILD_SA %u "
-				 "(status %u)", ike_sa->get_other_id(ike_sa), child, status);
+				 "(status %u): not sent again", ike_sa->get_other_id(ike_sa),
+				 child, status);
 		}
 	}
 	e->destroy(e);
 }
 
+/*
+ * The keys that went over IKE_SA @ike are due again (mutex held): returns
+ * the connections to send them on, each once, with the delay of its most
+ * tried CHILD_SA.
+ */
+static linked_list_t *keys_lost(private_les_handover_t *this, uint32_t ike,
+								u_int *delay)
+{
+	linked_list_t *conns = linked_list_create();
+	enumerator_t *e;
+	origin_t *o;
+	u_int shift = 0;
+
+	e = this->origins->create_enumerator(this->origins);
+	while (e->enumerate(e, &o))
+	{
+		if (o->ike != ike)
+		{
+			continue;
+		}
+		o->ike = 0;
+		shift = max(shift, o->attempts ? o->attempts - 1 : 0);
+		if (!conns->find_first(conns, linked_list_match_str, NULL, o->conn))
+		{
+			conns->insert_last(conns, strdup(o->conn));
+		}
+	}
+	e->destroy(e);
+	*delay = lib->settings->get_time(lib->settings,
+							"%s.plugins.les.resend_delay",
+							LES_HANDOVER_RESEND_DELAY, lib->ns) <<
+			 min(shift, LES_HANDOVER_RESEND_SHIFT_MAX);
+	return conns;
+}
+
 METHOD(les_handover_t, ike_gone, void,
 	private_les_handover_t *this, ike_sa_t *ike_sa)
 {
-	linked_list_t *list;
+	linked_list_t *list, *conns;
+	char *conn;
+	u_int delay;
 
 	this->mutex->lock(this->mutex);
 	list = this->waiting->remove(this->waiting,
 								 id_key(ike_sa->get_unique_id(ike_sa)));
+	conns = keys_lost(this, ike_sa->get_unique_id(ike_sa), &delay);
 	this->mutex->unlock(this->mutex);
 	if (list)
 	{
-		DBG1(DBG_IKE, "les: keys for PEP '%Y' not delivered: its IKE_SA went",
-			 ike_sa->get_other_id(ike_sa));
 		notifies_destroy(list);
 	}
+	while (conns->remove_first(conns, (void**)&conn) == SUCCESS)
+	{
+		DBG1(DBG_IKE, "les: the IKE_SA to the PEP of '%s' went: its keys "
+			 "go again in %u s", conn, delay);
+		queue_keys(this, conn, delay);
+		free(conn);
+	}
+	conns->destroy(conns);
 }
 
 METHOD(les_handover_t, ike_rekeyed, void,
 	private_les_handover_t *this, uint32_t old, uint32_t new)
 {
 	linked_list_t *list;
+	enumerator_t *e;
+	origin_t *o;
 
 	this->mutex->lock(this->mutex);
 	list = this->waiting->remove(this->waiting, id_key(old));
@@ -605,6 +816,15 @@ METHOD(les_handover_t, ike_rekeyed, void,
 			notifies_destroy(list);
 		}
 	}
+	e = this->origins->create_enumerator(this->origins);
+	while (e->enumerate(e, &o))
+	{
+		if (o->ike == old)
+		{
+			o->ike = new;
+		}
+	}
+	e->destroy(e);
 	this->mutex->unlock(this->mutex);
 }
 

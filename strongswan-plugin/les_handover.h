@@ -4,7 +4,8 @@
  * CHILD_SA is up, each agreed PEP this endpoint keys gets, over a childless
  * IKE_SA to it, both directions' pep-view keys and its own pep-origin-out
  * key, whose pep-origin-in SA this endpoint installs; when the CHILD_SA
- * goes, those keys go too.  The tunnel never waits for it.
+ * goes, those keys go too; if the IKE_SA to the PEP goes first, they are
+ * sent again.  The tunnel never waits for it.
  */
 #ifndef LES_HANDOVER_H_
 #define LES_HANDOVER_H_
@@ -41,7 +42,10 @@ struct les_handover_t {
 	/* An incoming INFORMATIONAL response: the PEP's answers. */
 	void (*response)(les_handover_t *this, ike_sa_t *ike_sa, message_t *message);
 
-	/* An IKE_SA is destroyed: keys still waiting for it are dropped. */
+	/*
+	 * An IKE_SA is destroyed: the keys it carried or was to carry are sent
+	 * again over a new one, after charon.plugins.les.resend_delay.
+	 */
 	void (*ike_gone)(les_handover_t *this, ike_sa_t *ike_sa);
 
 	/* An IKE_SA was rekeyed: what waits for it, waits for the new one. */

@@ -4,7 +4,9 @@
  * endpoint its policy names, only for the addresses that policy allows it
  * and within its quota: otherwise an endpoint could install a view under
  * another tunnel's (dst, SPI, mark).  What it installs it tracks by the
- * IKE_SA it came over, to remove it with the CHILD_SA or that IKE_SA.
+ * IKE_SA it came over, to remove it with the CHILD_SA or that IKE_SA, and
+ * by the endpoint's identity and CHILD_SA: keys sent again over a new
+ * IKE_SA (the endpoint lost the old one) replace those it sent before.
  */
 #include "les_pep_role.h"
 #include "les_keymsg.h"
@@ -23,6 +25,9 @@ struct private_les_pep_role_t {
 
 	les_pep_role_t public;
 
+	/* the kernel's hard expires: a state it removed is no longer held */
+	kernel_listener_t expires;
+
 	/* installed_t*: every state installed here */
 	linked_list_t *installed;
 
@@ -36,7 +41,8 @@ struct private_les_pep_role_t {
 typedef struct {
 	/* the endpoint's policy name, for its quota */
 	char *endpoint;
-	/* the IKE_SA it came over, and the endpoint's CHILD_SA */
+	/* the endpoint, the IKE_SA it came over, and its CHILD_SA */
+	identification_t *peer;
 	uint32_t ike;
 	uint32_t child;
 	uint32_t spi;
@@ -46,6 +52,7 @@ typedef struct {
 static void installed_destroy(installed_t *s)
 {
 	free(s->endpoint);
+	s->peer->destroy(s->peer);
 	s->src->destroy(s->src);
 	s->dst->destroy(s->dst);
 	free(s);
@@ -121,9 +128,15 @@ static void policy_destroy(les_keymsg_policy_t *policy)
 	}
 }
 
-/* States @endpoint holds here, but those of (@ike, @child) it replaces. */
+/* Whether @s is of @peer's CHILD_SA @child. */
+static bool of_child(installed_t *s, identification_t *peer, uint32_t child)
+{
+	return s->child == child && s->peer->equals(s->peer, peer);
+}
+
+/* States @endpoint holds here, but those of @peer's @child it replaces. */
 static u_int held_by(private_les_pep_role_t *this, char *endpoint,
-					 uint32_t ike, uint32_t child)
+					 identification_t *peer, uint32_t child)
 {
 	enumerator_t *e;
 	installed_t *s;
@@ -132,19 +145,18 @@ static u_int held_by(private_les_pep_role_t *this, char *endpoint,
 	e = this->installed->create_enumerator(this->installed);
 	while (e->enumerate(e, &s))
 	{
-		n += streq(s->endpoint, endpoint) &&
-			 !(s->ike == ike && s->child == child);
+		n += streq(s->endpoint, endpoint) && !of_child(s, peer, child);
 	}
 	e->destroy(e);
 	return n;
 }
 
-static void del_state(installed_t *s)
+static void del_state(host_t *src, host_t *dst, uint32_t spi)
 {
 	kernel_ipsec_sa_id_t id = {
-		.src = s->src,
-		.dst = s->dst,
-		.spi = htonl(s->spi),
+		.src = src,
+		.dst = dst,
+		.spi = htonl(spi),
 		.proto = IPPROTO_ESP,
 		.mark = { .value = LES_PEP_MARK, .mask = 0xffffffff },
 	};
@@ -153,9 +165,12 @@ static void del_state(installed_t *s)
 	charon->kernel->del_sa(charon->kernel, &id, &del);
 }
 
-/* Removes what matches (@ike, and @child unless @all_children). */
+/*
+ * Removes the states of @peer's CHILD_SA @child, over any IKE_SA; or, with
+ * @peer NULL, all that came over IKE_SA @ike.
+ */
 static u_int remove_states(private_les_pep_role_t *this, uint32_t ike,
-						   uint32_t child, bool all_children)
+						   identification_t *peer, uint32_t child)
 {
 	enumerator_t *e;
 	installed_t *s;
@@ -164,10 +179,10 @@ static u_int remove_states(private_les_pep_role_t *this, uint32_t ike,
 	e = this->installed->create_enumerator(this->installed);
 	while (e->enumerate(e, &s))
 	{
-		if (s->ike == ike && (all_children || s->child == child))
+		if (peer ? of_child(s, peer, child) : s->ike == ike)
 		{
 			this->installed->remove_at(this->installed, e);
-			del_state(s);
+			del_state(s->src, s->dst, s->spi);
 			installed_destroy(s);
 			n++;
 		}
@@ -225,6 +240,43 @@ static bool add_state(les_keymsg_sa_t *sa)
 	return status == SUCCESS;
 }
 
+/* Whether a state of ours has @sa's (dst, SPI). */
+static bool in_books(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
+{
+	enumerator_t *e;
+	installed_t *s;
+	bool found = FALSE;
+
+	e = this->installed->create_enumerator(this->installed);
+	while (!found && e->enumerate(e, &s))
+	{
+		found = s->spi == sa->spi && s->dst->ip_equals(s->dst, sa->dst);
+	}
+	e->destroy(e);
+	return found;
+}
+
+/*
+ * Adds @sa; a state in its place that is in no one's books was left by a
+ * charon that died without deleting its IKE_SAs: this endpoint's keys,
+ * sent again, replace it.
+ */
+static bool add_or_replace(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
+{
+	if (add_state(sa))
+	{
+		return TRUE;
+	}
+	if (in_books(this, sa))
+	{
+		return FALSE;
+	}
+	DBG1(DBG_IKE, "les pep: replacing state %.8x, left from before a restart",
+		 sa->spi);
+	del_state(sa->src, sa->dst, sa->spi);
+	return add_state(sa);
+}
+
 /* Installs @msg's states, all or none. */
 static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ike_sa,
 									  char *endpoint, les_keymsg_t *msg)
@@ -232,23 +284,25 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 	enumerator_t *e;
 	les_keymsg_sa_t *sa;
 	installed_t *s;
+	identification_t *peer = ike_sa->get_other_id(ike_sa);
 	uint32_t ike = ike_sa->get_unique_id(ike_sa);
 
-	if (remove_states(this, ike, msg->child, FALSE))
-	{	/* the endpoint sent them again (its retransmit, a restart) */
+	if (remove_states(this, ike, peer, msg->child))
+	{	/* the endpoint sent them again, over a new IKE_SA */
 		DBG1(DBG_IKE, "les pep: replacing the keys of CHILD_SA %u", msg->child);
 	}
 	e = msg->sas->create_enumerator(msg->sas);
 	while (e->enumerate(e, &sa))
 	{
-		if (!add_state(sa))
+		if (!add_or_replace(this, sa))
 		{
 			e->destroy(e);
-			remove_states(this, ike, msg->child, FALSE);
+			remove_states(this, ike, peer, msg->child);
 			return LES_KEYS_FAILED;
 		}
 		INIT(s,
 			.endpoint = strdup(endpoint),
+			.peer = peer->clone(peer),
 			.ike = ike,
 			.child = msg->child,
 			.spi = sa->spi,
@@ -308,8 +362,8 @@ static void take_keys(private_les_pep_role_t *this, ike_sa_t *ike_sa,
 	}
 	else
 	{
-		status = les_keymsg_check(policy, held_by(this, endpoint,
-								  ike_sa->get_unique_id(ike_sa), msg.child), &msg, &why);
+		status = les_keymsg_check(policy, held_by(this, endpoint, peer,
+												  msg.child), &msg, &why);
 	}
 	if (status == LES_KEYS_OK)
 	{
@@ -343,7 +397,7 @@ static void drop_keys(private_les_pep_role_t *this, ike_sa_t *ike_sa,
 	{
 		return;
 	}
-	n = remove_states(this, ike_sa->get_unique_id(ike_sa), child, FALSE);
+	n = remove_states(this, 0, ike_sa->get_other_id(ike_sa), child);
 	DBG1(DBG_IKE, "les pep: deleted %u states of CHILD_SA %u from '%Y'", n,
 		 child, ike_sa->get_other_id(ike_sa));
 	answer(this, ike_sa, child, LES_KEYS_OK);
@@ -424,7 +478,7 @@ METHOD(les_pep_role_t, ike_gone, void,
 	u_int n;
 
 	this->mutex->lock(this->mutex);
-	n = remove_states(this, ike, 0, TRUE);
+	n = remove_states(this, ike, NULL, 0);
 	list = this->answers->remove(this->answers, id_key(ike));
 	this->mutex->unlock(this->mutex);
 	if (list)
@@ -467,10 +521,47 @@ METHOD(les_pep_role_t, ike_rekeyed, void,
 	this->mutex->unlock(this->mutex);
 }
 
+/*
+ * A state reaches its hard lifetime (the endpoint's CHILD_SA's) when the
+ * endpoint never deleted it: it went without a word.  Not ours if no
+ * state of ours has that (SPI, dst): kernel-netlink's expire carries no
+ * mark.
+ */
+static bool expire(kernel_listener_t *listener, uint8_t protocol,
+				   uint32_t spi, host_t *dst, bool hard)
+{
+	private_les_pep_role_t *this = (void*)((char*)listener -
+							offsetof(private_les_pep_role_t, expires));
+	enumerator_t *e;
+	installed_t *s;
+
+	if (!hard || protocol != IPPROTO_ESP)
+	{
+		return TRUE;
+	}
+	this->mutex->lock(this->mutex);
+	e = this->installed->create_enumerator(this->installed);
+	while (e->enumerate(e, &s))
+	{
+		if (htonl(s->spi) == spi && s->dst->ip_equals(s->dst, dst))
+		{
+			DBG1(DBG_IKE, "les pep: state %.8x of CHILD_SA %u from '%Y' "
+				 "expired", s->spi, s->child, s->peer);
+			this->installed->remove_at(this->installed, e);
+			installed_destroy(s);
+		}
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+	return TRUE;
+}
+
 METHOD(les_pep_role_t, destroy, void,
 	private_les_pep_role_t *this)
 {
 	installed_t *s;
+
+	charon->kernel->remove_listener(charon->kernel, &this->expires);
 
 	/* charon is going: the states go with their lifetime or a flush,
 	 * not from here, where the kernel interface may be gone */
@@ -496,9 +587,13 @@ les_pep_role_t *les_pep_role_create(void)
 			.ike_rekeyed = _ike_rekeyed,
 			.destroy = _destroy,
 		},
+		.expires = {
+			.expire = expire,
+		},
 		.installed = linked_list_create(),
 		.answers = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 8),
 		.mutex = mutex_create(MUTEX_TYPE_DEFAULT),
 	);
+	charon->kernel->add_listener(charon->kernel, &this->expires);
 	return &this->public;
 }

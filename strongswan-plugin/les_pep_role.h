@@ -26,7 +26,8 @@ struct les_pep_role_t {
 	/* The outgoing INFORMATIONAL response: adds the answers. */
 	void (*response)(les_pep_role_t *this, ike_sa_t *ike_sa, message_t *message);
 
-	/* An endpoint's IKE_SA went down: its keys go too. */
+	/* An endpoint's IKE_SA went down: its keys go too (those the kernel
+	 * expired went already). */
 	void (*ike_gone)(les_pep_role_t *this, ike_sa_t *ike_sa);
 
 	/* An endpoint's IKE_SA was rekeyed: its keys stay, with the new one. */

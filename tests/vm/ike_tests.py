@@ -24,10 +24,11 @@ import json
 import os
 import re
 import shutil
+import socket
 import subprocess
 import time
 
-from lesvm import REPO, Bg, agent, counters, delta, nsname, sh, wait_for, xfrm_flush
+from lesvm import REPO, Bg, agent, counters, delta, nsname, pcap, sh, wait_for, xfrm_flush
 
 PLUGIN = os.environ.get("LES_SW_PLUGIN",
                         os.path.join(REPO, "strongswan-plugin", "libstrongswan-les.so"))
@@ -47,13 +48,16 @@ OUT = "/tmp"
 # The PEPs each endpoint keys (its side of the hop), and the other side's
 # it trusts (docs/ike.md 2): a keys the PEP in m (its charon runs there)
 # and one b does not trust; b keys a hub and trusts only m.  A PEP's name
-# in les.peps is the connection to it: a's "pepm".
+# in les.peps is the connection to it: a's "pepm".  b also hands m keys
+# (over "pepb"), which m's policy does not allow it.
 ID = {"a": "a.les", "b": "b.les", "m": "m.pep.les"}
 PEPS = {"a": {"pepm": "m.pep.les", "extra": "extra.pep.les"},
-        "b": {"hub": "hub.pep.les"}}
+        "b": {"hub": "hub.pep.les", "pepb": "m.pep.les"}}
 TRUST = {"a": {"operator": "*.pep.les"}, "b": {"m": "m.pep.les"}}
 AGREED = [("m.pep.les", 1), ("hub.pep.les", 2)]
 PEP_ADDR = "10.0.1.254"
+PEP_ADDRS = {"a": PEP_ADDR, "b": "10.0.2.254"}   # m, as each endpoint reaches it
+PEP_CONN = {"a": "pepm", "b": "pepb"}
 PEP_MARK = "0x4c455350"
 
 
@@ -68,7 +72,8 @@ class Charon:
         self.uri = f"unix://{self.run}/charon.vici"
         self.p = None
 
-    def strongswan_conf(self, plugin_conf):
+    def strongswan_conf(self, plugin_conf, append=False):
+        """append: for a reload, which would otherwise empty the log."""
         plugins = ("les " if self.les else "") + PLUGINS
         with open(f"{self.etc}/strongswan.conf", "w") as f:
             f.write(f"""charon {{
@@ -82,7 +87,7 @@ class Charon:
 	filelog {{
 		ike {{
 			path = {self.log}
-			append = no
+			append = {"yes" if append else "no"}
 			flush_line = yes
 			time_format = %T
 			default = {4 if self.les else 1}
@@ -101,23 +106,24 @@ class Charon:
 }}
 """)
 
-    def configure_pep(self):
-        """The PEP in m: keys from a only, for a's and b's addresses."""
+    def configure_pep(self, addrs=(ADDR["a"], ADDR["b"]), max_states=6, append=False):
+        """The PEP in m: keys from a only, by default for a's and b's
+        addresses."""
         os.makedirs(self.run, exist_ok=True)
         self.strongswan_conf(f"""			pep {{
 				endpoints {{
 					a {{
 						id = {ID["a"]}
-						addrs = {ADDR["a"]}, {ADDR["b"]}
-						max_states = 6
+						addrs = {", ".join(addrs)}
+						max_states = {max_states}
 					}}
 				}}
-			}}""")
+			}}""", append)
         with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
             f.write(f"""connections {{
 	endpoints {{
 		version = 2
-		local_addrs = {PEP_ADDR}
+		local_addrs = {", ".join(PEP_ADDRS.values())}
 		childless = allow
 		local {{
 			auth = pubkey
@@ -136,30 +142,32 @@ class Charon:
         os.makedirs(self.run, exist_ok=True)
         peps = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in PEPS[me].items())
         trust = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in TRUST[me].items())
-        self.strongswan_conf(f"""			peps {{
+        # keys whose IKE_SA to the PEP went are sent again after 2 s
+        self.strongswan_conf(f"""			resend_delay = 2s
+			peps {{
 {peps}
 			}}
 			trust {{
 {trust}
 			}}""")
-        # a's connection to the PEP in m, which the plugin brings up
-        # (childless) to hand it its keys.
+        # The connection to the PEP in m, which the plugin brings up
+        # (childless) to hand it keys: a's "pepm", b's "pepb".
         pepm = f"""
-	pepm {{
+	{PEP_CONN[me]} {{
 		version = 2
-		local_addrs = {ADDR["a"]}
-		remote_addrs = {PEP_ADDR}
+		local_addrs = {ADDR[me]}
+		remote_addrs = {PEP_ADDRS[me]}
 		childless = force
 		local {{
 			auth = pubkey
-			certs = a.pem
-			id = {ID["a"]}
+			certs = {me}.pem
+			id = {ID[me]}
 		}}
 		remote {{
 			auth = pubkey
 			id = {ID["m"]}
 		}}
-	}}""" if me == "a" else ""
+	}}"""
         with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
             f.write(f"""connections {{
 	les {{
@@ -352,6 +360,155 @@ def pep_keys(a, les_a):
          "ike: lesctl pep show in m lists the keys", p.stdout[-1500:] + p.stderr)
 
 
+def unlisted_endpoint(b):
+    """b hands m keys too, which m's policy (a alone) refuses."""
+    m = PEP_CHARON[-1]
+    refused = wait_for(lambda: "les: PEP 'm.pep.les' refused the keys of CHILD_SA" in b.text(),
+                       30, 0.5)
+    T.ok(refused and re.search(r"les pep: refusing the keys of CHILD_SA \d+ from 'b\.les': "
+                               r"no policy names it", m.text()) and
+         "status 1): not sent again" in b.text(),
+         "ike: keys from an endpoint m's policy does not name (b) are refused, and both "
+         "log why", b.text()[-1500:] + m.text()[-1500:])
+    T.ok(wait_for(lambda: not [s for s in states("b") if role(s) == ROLE_ORIGIN_IN], 10, 0.5)
+         and len(states("m")) == 3,
+         "ike: m still holds a's three states only, and b removed the pep-origin-in SA "
+         "of the keys m refused",
+         {"m": [(hex(s["spi"]), role(s)) for s in states("m")],
+          "b": [(hex(s["spi"]), role(s)) for s in states("b")]})
+
+
+def ike_requests(path, src, dst):
+    """The IKEv2 requests from src to dst of a capture: (exchange type, IP
+    packet).  On UDP 500, or on 4500 after its non-ESP marker (charon moves
+    there in IKE_AUTH, MOBIKE being on)."""
+    out = []
+    for _, ip in pcap.read_pcap(path):
+        if len(ip) < 48 or ip[0] >> 4 != 4 or ip[9] != 17:
+            continue
+        hl = (ip[0] & 15) * 4
+        if (socket.inet_ntoa(ip[12:16]), socket.inet_ntoa(ip[16:20])) != (src, dst):
+            continue
+        dport, ike = int.from_bytes(ip[hl + 2:hl + 4], "big"), ip[hl + 8:]
+        if dport == 4500 and ike[:4] == bytes(4):
+            ike = ike[4:]
+        elif dport != 500:
+            continue
+        if len(ike) >= 28 and not ike[19] & 0x20:       # not a response
+            out.append((ike[18], ip))
+    return out
+
+
+def pep_restart(a):
+    """m's charon stops and starts again: a hands it the same keys again,
+    and a replay of that exchange changes nothing."""
+    m = PEP_CHARON[-1]
+    before = sorted((s["spi"], s["key"]) for s in states("m"))
+    cap = f"{OUT}/ike-pep-restart.pcap"
+    snif = Bg("m", "sniff", "m-a", cap, 120)
+    mark = len(a.text())
+    m.stop()
+    T.ok(wait_for(lambda: "les: the IKE_SA to the PEP of 'pepm' went: its keys go again in 2 s"
+                  in a.text()[mark:], 20, 0.5) and not states("m"),
+         "ike: m's charon stops: its IKE_SAs go, and with them the keys it held; a will "
+         "send them again (resend_delay 2 s)",
+         a.text()[mark:][-2000:] + str(states("m")))
+    m = Charon("m", True, "pep-restarted")
+    PEP_CHARON.append(m)
+    m.configure_pep()
+    up = m.start() and m.swanctl("--load-all", check=False).returncode == 0
+    back = up and wait_for(lambda: sorted((s["spi"], s["key"]) for s in states("m")) == before,
+                           90, 0.5)
+    T.ok(back and "les pep: installed 3 states of CHILD_SA" in m.text() and
+         a.text()[mark:].count("les: PEP 'm.pep.les' took the keys of CHILD_SA") == 1,
+         "ike: m's charon started again gets the same three keys from a, which sees them taken",
+         {"up": up, "m": [(hex(s["spi"]), role(s)) for s in states("m")],
+          "log": m.text()[-1500:]})
+    snif.stop()
+    requests = [ip for t, ip in ike_requests(cap, ADDR["a"], PEP_ADDR) if t == 37]
+    if not T.ok(requests, "ike: the capture at m holds a's INFORMATIONAL request with the keys",
+                len(pcap.read_pcap(cap))):
+        return
+    # The largest: the one with the three blobs.  IKE's message IDs make
+    # a replay a retransmit, which gets the cached response.  Its UDP
+    # checksum as captured may be veth's partial one: 0, none, for IPv4.
+    replay = bytearray(max(requests, key=len))
+    hl = (replay[0] & 15) * 4
+    replay[hl + 6:hl + 8] = bytes(2)
+    agent("a", "raw-send", PEP_ADDR, replay.hex())
+    replayed = wait_for(lambda: "received retransmit of request with ID" in m.text(), 10, 0.5)
+    T.ok(replayed and m.text().count("les pep: installed 3 states") == 1 and
+         sorted((s["spi"], s["key"]) for s in states("m")) == before,
+         "ike: a replay of that request is a retransmit to m's charon: answered from its "
+         "cache, nothing installed again, the states unchanged", m.text()[-1500:])
+
+
+def pep_crash(a):
+    """m's charon is killed: its states stay in the kernel, in no one's
+    books.  Started again, it takes a's keys for the same SPIs in their
+    place once a sees its IKE_SA to m go (here: terminated by hand)."""
+    m = PEP_CHARON[-1]
+    before = sorted((s["spi"], s["key"]) for s in states("m"))
+    m.p.kill()
+    m.p.wait()
+    T.ok(sorted((s["spi"], s["key"]) for s in states("m")) == before,
+         "ike: m's charon killed (SIGKILL): the three states it installed stay")
+    m = Charon("m", True, "pep-after-crash")
+    PEP_CHARON.append(m)
+    m.configure_pep()
+    up = m.start() and m.swanctl("--load-all", check=False).returncode == 0
+    mark = len(a.text())
+    a.swanctl("--terminate --ike pepm --force", check=False)
+    back = up and wait_for(lambda: "les: PEP 'm.pep.les' took the keys of CHILD_SA"
+                           in a.text()[mark:], 60, 0.5)
+    T.ok(back and m.text().count("left from before a restart") == 3 and
+         sorted((s["spi"], s["key"]) for s in states("m")) == before,
+         "ike: started again, m takes a's keys sent again in place of the three states "
+         "the killed charon left, and logs it",
+         {"up": up, "m": [(hex(s["spi"]), role(s)) for s in states("m")],
+          "log": m.text()[-1500:]})
+
+
+def pep_expire():
+    """A state m holds reaches its hard lifetime: m's charon forgets it."""
+    m = PEP_CHARON[-1]
+    view = [s for s in states("m") if role(s) == ROLE_VIEW][0]
+    mode = re.search(r"mode (\w+)", view["text"]).group(1)
+    p = sh(f"ip xfrm state update src {view['src']} dst {view['dst']} proto esp spi {view['spi']:#x} "
+       f"mode {mode} mark {PEP_MARK} aead 'rfc4106(gcm(aes))' 0x{view['key'].hex()} 128 "
+       f"limit time-hard 2", ns="m", check=False)
+    gone = wait_for(lambda: view["spi"] not in [s["spi"] for s in states("m")], 15, 0.5)
+    T.ok(p.returncode == 0 and gone and f"les pep: state {view['spi']:08x} of CHILD_SA" in m.text(),
+         "ike: a state of m's that the kernel hard-expires (the endpoint went without a "
+         "word) leaves the PEP's books: logged, no longer counted against a's quota",
+         p.stderr + m.text()[-1500:])
+
+
+def pep_policy(a):
+    """m's policy changes (swanctl --reload-settings); each rekey of a's
+    CHILD_SA hands m new keys, which it takes or refuses."""
+    m = PEP_CHARON[-1]
+    cases = [({"addrs": (ADDR["a"],)}, 1, "an address outside the policy"),
+             ({"max_states": 2}, 2, "more states than max_states"),
+             ({}, 0, "the policy restored")]
+    for conf, status, what in cases:
+        m.configure_pep(append=True, **conf)
+        m.swanctl("--reload-settings")
+        mark_a, mark_m = len(a.text()), len(m.text())
+        p = a.swanctl("--rekey --child les", check=False)
+        if status:
+            ok = wait_for(lambda: f"(status {status}): not sent again" in a.text()[mark_a:]
+                          and not states("m"), 30, 0.5)
+        else:
+            ok = wait_for(lambda: "took the keys of CHILD_SA" in a.text()[mark_a:]
+                          and len(states("m")) == 3, 30, 0.5)
+        T.ok(p.returncode == 0 and ok,
+             f"ike: a CHILD_SA rekey with {what} at m: "
+             + (f"m refuses the new keys (status {status}) and holds none" if status
+                else "m takes the new keys"),
+             a.text()[mark_a:][-1500:] + m.text()[mark_m:][-1500:])
+
+
 def les_tunnel(a, b):
     """The LES tunnel, from set-up to terminate."""
     p = a.swanctl("--initiate --child les --timeout 150", check=False, timeout=200)
@@ -392,6 +549,10 @@ def les_tunnel(a, b):
     T.ok(ok, "ike: the blobs are version 2 endpoint blobs, AES-256, 116 bytes, "
          "R2I set exactly on the responder-to-initiator SA", detail)
     pep_keys(a, les_a)
+    unlisted_endpoint(b)
+    pep_restart(a)
+    pep_crash(a)
+    pep_expire()
     inbound = [s for s in sa if s["dst"] == ADDR["a"]]
     T.ok(inbound and re.search(r"replay[-_]window 4096", inbound[0]["text"]),
          "ike: the inbound SA has replay_window 4096", inbound[0]["text"] if inbound else sa)
@@ -430,9 +591,11 @@ def les_tunnel(a, b):
          {"m": [(hex(s["spi"]), role(s)) for s in states("m")], "new": [hex(x) for x in new_spis],
           "a": [(hex(s["spi"]), role(s)) for s in states("a")]})
 
+    pep_policy(a)
+
     blobs = [s["key"] for ns in "am" for s in states(ns) if role(s)]
     blobs += [s["key"] for s in les_a]
-    texts = [a.text(), b.text(), PEP_CHARON[0].text()]
+    texts = [a.text(), b.text()] + [c.text() for c in PEP_CHARON]
     leaked = keys_in_log(blobs, texts)
     # The check itself: a blob's bytes written into the text are found.
     probe = keys_in_log(blobs[:1], [" 0: " + " ".join(f"{x:02X}" for x in blobs[0][:32])])
@@ -520,7 +683,7 @@ def run(tap, out, ko=None):
                 (p.stdout[-1500:] + p.stderr if p else "") + b.text()[-1500:]):
             stock_peer(a, b)
     finally:
-        for c in charons:
+        for c in charons + PEP_CHARON:
             c.stop()
         xfrm_flush()
         sh("ip xfrm state flush", ns="m", check=False)
