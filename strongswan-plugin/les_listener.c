@@ -420,6 +420,12 @@ METHOD(les_listener_t, sa_deleted, void,
 	this->handover->sa_deleted(this->handover, id);
 }
 
+METHOD(les_listener_t, reload, void,
+	private_les_listener_t *this)
+{
+	this->pep->reload(this->pep);
+}
+
 METHOD(les_listener_t, destroy, void,
 	private_les_listener_t *this)
 {
@@ -448,6 +454,7 @@ les_listener_t *les_listener_create(void)
 			.peer_version = _peer_version,
 			.sa_added = _sa_added,
 			.sa_deleted = _sa_deleted,
+			.reload = _reload,
 			.destroy = _destroy,
 		},
 		.peers = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 8),

@@ -29,6 +29,9 @@ struct les_listener_t {
 					 kernel_ipsec_add_sa_t *data, chunk_t blob);
 	void (*sa_deleted)(les_listener_t *this, kernel_ipsec_sa_id_t *id);
 
+	/* strongswan.conf was reloaded. */
+	void (*reload)(les_listener_t *this);
+
 	void (*destroy)(les_listener_t *this);
 };
 

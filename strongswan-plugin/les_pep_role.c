@@ -10,6 +10,7 @@
  */
 #include "les_pep_role.h"
 #include "les_keymsg.h"
+#include "les_pep_engine.h"
 #include "les_wire.h"
 
 #include <daemon.h>
@@ -33,6 +34,9 @@ struct private_les_pep_role_t {
 
 	/* IKE_SA unique id => linked_list_t* of chunk_t answers (ACK data) */
 	hashtable_t *answers;
+
+	/* les.ko took the engine settings (or there are none) */
+	bool engine_set;
 
 	mutex_t *mutex;
 };
@@ -367,6 +371,10 @@ static void take_keys(private_les_pep_role_t *this, ike_sa_t *ike_sa,
 	}
 	if (status == LES_KEYS_OK)
 	{
+		if (!this->engine_set)
+		{	/* les.ko loaded after charon started, say */
+			this->engine_set = les_pep_engine_apply();
+		}
 		status = install(this, ike_sa, endpoint, &msg);
 		why = "the kernel refused a state";
 	}
@@ -556,6 +564,16 @@ static bool expire(kernel_listener_t *listener, uint8_t protocol,
 	return TRUE;
 }
 
+METHOD(les_pep_role_t, reload, void,
+	private_les_pep_role_t *this)
+{
+	bool set = les_pep_engine_apply();
+
+	this->mutex->lock(this->mutex);
+	this->engine_set = set;
+	this->mutex->unlock(this->mutex);
+}
+
 METHOD(les_pep_role_t, destroy, void,
 	private_les_pep_role_t *this)
 {
@@ -585,8 +603,10 @@ les_pep_role_t *les_pep_role_create(void)
 			.response = _response,
 			.ike_gone = _ike_gone,
 			.ike_rekeyed = _ike_rekeyed,
+			.reload = _reload,
 			.destroy = _destroy,
 		},
+		.engine_set = les_pep_engine_apply(),
 		.expires = {
 			.expire = expire,
 		},

@@ -2,7 +2,8 @@
 /*
  * The PEP's side of the fourth message (docs/ike.md 4): keys from the
  * endpoints its policy names, checked, installed with the PEP mark, and
- * removed with the CHILD_SA or the endpoint's IKE_SA.
+ * removed with the CHILD_SA or the endpoint's IKE_SA; and the engine's
+ * settings, set at start, at a reload, and before keys if they failed.
  */
 #ifndef LES_PEP_ROLE_H_
 #define LES_PEP_ROLE_H_
@@ -32,6 +33,9 @@ struct les_pep_role_t {
 
 	/* An endpoint's IKE_SA was rekeyed: its keys stay, with the new one. */
 	void (*ike_rekeyed)(les_pep_role_t *this, uint32_t old, uint32_t new);
+
+	/* strongswan.conf was reloaded: the engine settings are set again. */
+	void (*reload)(les_pep_role_t *this);
 
 	void (*destroy)(les_pep_role_t *this);
 };

@@ -67,6 +67,14 @@ METHOD(plugin_t, get_features, int,
 	return countof(f);
 }
 
+/* swanctl --reload-settings */
+METHOD(plugin_t, reload, bool,
+	private_les_plugin_t *this)
+{
+	this->listener->reload(this->listener);
+	return TRUE;
+}
+
 METHOD(plugin_t, destroy, void,
 	private_les_plugin_t *this)
 {
@@ -210,6 +218,7 @@ plugin_t *les_plugin_create(void)
 			.plugin = {
 				.get_name = _get_name,
 				.get_features = _get_features,
+				.reload = _reload,
 				.destroy = _destroy,
 			},
 		},

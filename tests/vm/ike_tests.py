@@ -106,11 +106,16 @@ class Charon:
 }}
 """)
 
-    def configure_pep(self, addrs=(ADDR["a"], ADDR["b"]), max_states=6, append=False):
+    def configure_pep(self, addrs=(ADDR["a"], ADDR["b"]), max_states=6, engine=None,
+                      append=False):
         """The PEP in m: keys from a only, by default for a's and b's
-        addresses."""
+        addresses; engine: its les.pep.engine settings."""
         os.makedirs(self.run, exist_ok=True)
+        engine = "\n".join(f"\t\t\t\t\t{k} = {v}" for k, v in (engine or {}).items())
         self.strongswan_conf(f"""			pep {{
+				engine {{
+{engine}
+				}}
 				endpoints {{
 					a {{
 						id = {ID["a"]}
@@ -509,6 +514,42 @@ def pep_policy(a):
              a.text()[mark_a:][-1500:] + m.text()[mark_m:][-1500:])
 
 
+def pep_engine():
+    """m's engine settings from its strongswan.conf (les.pep.engine), set at
+    each swanctl --reload-settings; a bad value sets nothing."""
+    m = PEP_CHARON[-1]
+
+    def show():
+        p = sh(f"{REPO}/tools/lesctl/lesctl -j pep show", ns="m", check=False)
+        try:
+            return json.loads(p.stdout.splitlines()[0])
+        except (ValueError, IndexError):
+            return {"error": p.stdout + p.stderr}
+    good = {"hook": "yes", "accel": "yes", "hop_dev": "m-b", "hop_rate": 20000,
+            "buffer": 4000000, "flow_buffer": 1000000}
+    want = {"hook": True, "accel": True, "hop_dev": "m-b", "hop_rate": 20000,
+            "buffer": 4000000, "flow_buffer": 1000000}
+    cases = [(good, want, "engine settings set (6)",
+              "the settings given reach les.ko (lesctl pep show)"),
+             (dict(good, hop_rate="fast"), want, "hop_rate = 'fast' is not valid: nothing set",
+              "a malformed value sets nothing, logged"),
+             (dict(good, hop_rate=30000, buffer=2 << 30), want,
+              "les.ko refused the engine settings: Numerical result out of range: "
+              "buffers are at most 1 GiB",
+              "les.ko refusing one sets nothing: its reason logged"),
+             (dict(good, hop_rate=30000, accel="no"), dict(want, hop_rate=30000, accel=False),
+              "engine settings set (6)", "changed settings are set again")]
+    for conf, expect, line, what in cases:
+        mark = len(m.text())
+        m.configure_pep(engine=conf, append=True)
+        p = m.swanctl("--reload-settings", check=False)
+        logged = wait_for(lambda: line in m.text()[mark:], 10, 0.2)
+        got = show()
+        T.ok(p.returncode == 0 and logged and all(got.get(k) == v for k, v in expect.items()),
+             f"ike: m's les.pep.engine at a reload: {what}",
+             {"got": got, "log": m.text()[mark:][-800:]})
+
+
 def les_tunnel(a, b):
     """The LES tunnel, from set-up to terminate."""
     p = a.swanctl("--initiate --child les --timeout 150", check=False, timeout=200)
@@ -604,6 +645,7 @@ def les_tunnel(a, b):
          "(level 4; chd 3, knl 2, enc 2)",
          {"leaked": leaked[:5], "probe": bool(probe), "log sizes": [len(t) for t in texts]})
 
+    pep_engine()
     p = a.swanctl("--terminate --ike les --timeout 30", check=False)
     gone = wait_for(lambda: not states("a") and not states("b") and not states("m"), 20, 0.5)
     T.ok(p.returncode == 0 and gone, "ike: swanctl --terminate removes the states on both ends "
