@@ -25,6 +25,7 @@
 
 #include "les.h"
 #include "pep.h"
+#include "tcp_win.h"
 
 /* The PEP -> receiver -> PEP round trip, or a safe guess before a sample. */
 static u32 les_early_rtt_us(const struct les_flow *f, unsigned int r)
@@ -556,7 +557,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	space = les_early_space(pn, d);
 	if (after(d->ack_point + space, d->adv_edge))
 		d->adv_edge = d->ack_point + space;
-	win = (d->adv_edge - d->ack_point) >> shift;
+	win = les_win_field(&d->adv_edge, d->ack_point, shift);
 
 	memset(desc, 0, sizeof(*desc));
 	desc->family = f->key.family == AF_INET ? 4 : 6;
@@ -566,7 +567,7 @@ bool les_early_ack_desc(struct les_pep_net *pn, struct les_accel_flow *af,
 	desc->dport = ntohs(f->key.end[s].port);
 	desc->seq = rcv->have_next ? rcv->next : rcv->seq;
 	desc->ack = d->ack_point;
-	desc->win = min_t(u32, win, 0xffff);
+	desc->win = win;
 	desc->flags = LES_TCP_ACK;
 	/* The receiver's clock, as far as it has shown it: never ahead. */
 	desc->has_ts = d->ts && rcv->have_ts;

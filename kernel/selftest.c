@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * Load-time self-test of the protocol code: key blobs, what enters the
- * header zone, the PEP's replay window, the PEP-origin policy and the key
- * derivation.  A module whose zone
- * layout is wrong must not load.  tests/host builds the same file in user
+ * header zone, the PEP's replay window, the PEP-origin policy, the key
+ * derivation and the window field of the PEP's early ACKs.  A module whose
+ * zone layout is wrong must not load.  tests/host builds the same file in user
  * space (without the kernel-crypto KDF part).
  */
 #ifdef __KERNEL__
@@ -12,6 +12,7 @@
 
 #include "les.h"
 #endif
+#include "tcp_win.h"
 
 #define CHECK(cond) do {						\
 		if (!(cond)) {						\
@@ -239,6 +240,43 @@ static int les_selftest_kdf(void)
 }
 #endif
 
+/*
+ * An early ACK's right edge never moves back for the sender (tcp_win.h):
+ * the case that rounding down got wrong, then ACKs walking through every
+ * scale, the sequence space's wrap and the field's 16-bit cap.
+ */
+static int les_selftest_win(void)
+{
+	u32 edge = 100, seen, ack, space, x = 1;
+	u32 win;
+	u8 shift;
+	int i;
+
+	CHECK(les_win_field(&edge, 4, 3) == 12 && edge == 100);
+	CHECK(les_win_field(&edge, 5, 3) == 12 && edge == 101);
+	for (shift = 0; shift <= 14; shift++) {
+		ack = 0xfff00000u;
+		edge = ack;
+		seen = ack;
+		for (i = 0; i < 2000; i++) {
+			x = x * 1103515245 + 12345;
+			ack += x >> 22;
+			/* a window that may shrink, as the PEP's buffer fills */
+			space = (x >> 8) % (1U << (shift + 17));
+			if ((s32)(ack + space - edge) > 0)
+				edge = ack + space;
+			if ((s32)(ack - edge) > 0)
+				edge = ack;
+			win = les_win_field(&edge, ack, shift);
+			CHECK(win <= 0xffff);
+			CHECK(edge == ack + (win << shift));
+			CHECK((s32)(edge - seen) >= 0);
+			seen = edge;
+		}
+	}
+	return 0;
+}
+
 int les_selftest(void)
 {
 	int err;
@@ -252,6 +290,8 @@ int les_selftest(void)
 		err = les_selftest_pep_origin();
 	if (!err)
 		err = les_selftest_kdf();
+	if (!err)
+		err = les_selftest_win();
 	if (!err)
 		pr_debug("les: self-tests passed\n");
 	return err;
