@@ -399,10 +399,17 @@ static job_requeue_t send_job(send_t *s)
 		count = leave_keys(this, s->conn, ike_sa);
 	}
 	this->mutex->unlock(this->mutex);
-	if (!count && ike_sa->get_state(ike_sa) == IKE_CREATED)
-	{
-		charon->ike_sa_manager->checkin_and_destroy(charon->ike_sa_manager,
-													ike_sa);
+	if (!count)
+	{	/* another job took them meanwhile */
+		if (ike_sa->get_state(ike_sa) == IKE_CREATED)
+		{
+			charon->ike_sa_manager->checkin_and_destroy(
+											charon->ike_sa_manager, ike_sa);
+		}
+		else
+		{
+			charon->ike_sa_manager->checkin(charon->ike_sa_manager, ike_sa);
+		}
 		return JOB_REQUEUE_NONE;
 	}
 	/* an INFORMATIONAL exchange, after IKE_AUTH if it is a new IKE_SA */

@@ -43,6 +43,7 @@ import tomllib
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+import ike  # noqa: E402
 import timing  # noqa: E402
 CONF = os.path.join(HERE, "testbed.toml")
 LESCTL = os.path.join(HERE, "lesctl", "lesctl")
@@ -288,11 +289,12 @@ class Mode:
         ipb = {n: [] for n in NS}      # namespace -> `ip -batch` lines
         accel = {}                     # PEP -> its `pep set` once keyed
         pepsal_down()
-        if name not in ("clear", "pepsal"):
+        ike_down()
+        if name not in ("clear", "pepsal", "les-ike"):
             for t in range(tunnels):
                 self._keys(name, encap, transport, ipb, accel, t)
         # The host's opener queue bounds the namespaces' (see below).
-        lesctl(f"pep set backlog {16384 if accel else 1024}")
+        lesctl(f"pep set backlog {16384 if accel or name == 'les-ike' else 1024}")
         for n in NS:
             script = ["set -e", "ip xfrm state flush", "ip xfrm policy flush"]
             if n in Mode.PEP_ID:
@@ -304,6 +306,44 @@ class Mode:
             sh("\n".join(script), n)
         if name == "pepsal":
             pepsal_up()
+        if name == "les-ike":
+            self._ike()
+
+    def _ike(self):
+        """les-pep's keys and PEP settings, from charon (docs/ike.md): the
+        endpoints agree the PEPs in IKE_AUTH, each hands the PEP on its
+        side of the hop its keys, each PEP sets its engine from its
+        strongswan.conf.  One IPv4 tunnel-mode tunnel."""
+        if self.encap or self.transport or self.tunnels != 1 or FAMILY != 4:
+            raise ValueError("les-ike: one IPv4 tunnel in tunnel mode only")
+        t0 = time.monotonic()
+        ike_up(self.prof, self.window)
+        c, s = _charons["client"], _charons["server"]
+        started = time.monotonic()
+        p = c.swanctl("--initiate", "--child", "les", "--timeout", "120", check=False,
+                      timeout=150)
+        up = time.monotonic()
+        keyed = p.returncode == 0 and ike.wait_for(
+            lambda: all(len(pep_states(n)) == 3 for n in ("rpep", "hpep")) and
+            all("took the keys of CHILD_SA" in x.text() for x in (c, s)), 60, 0.5)
+        if not keyed:
+            raise RuntimeError("les-ike: the tunnel or the PEPs' keys did not come up: "
+                               + (p.stdout + p.stderr)[-800:] + c.text()[-1500:] +
+                               s.text()[-1500:])
+        roles = {n: endpoint_states(n) for n in ("client", "server")}
+        self.sas = {"down" if st["dst"] == OUTER["client"] else "up": st["spi"]
+                    for st in roles["client"] if st["role"] == 1}
+        self.origin = {pep: st["spi"] for n, pep in (("client", "rpep"), ("server", "hpep"))
+                       for st in roles[n] if st["role"] == 3}
+        self.origins = {(pep, 0): spi for pep, spi in self.origin.items()}
+        # The LES proposal adds no exchange: IKE_SA_INIT and IKE_AUTH, as
+        # for ESP (retransmits would show here).
+        log = c.text()
+        sent = len(re.findall(rf"sending packet: from \S+ to {re.escape(OUTER['server'])}\[",
+                              log[:log.find("established with SPIs")]))
+        print(f"[ike] {self.name}: four charons up in {started - t0:.1f} s; the CHILD_SA in "
+              f"{up - started:.1f} s, {sent} requests to the server; both PEPs keyed "
+              f"{time.monotonic() - up:.1f} s later", flush=True)
 
     def _keys(self, name, encap, transport, ipb, accel, t=0):
         """The SAs and PEP keys of tunnel @t of the mode, as commands per
@@ -384,7 +424,7 @@ class Mode:
             res["vm_backlog_drops"] = sum(int(ln.split()[1], 16) for ln in st)
         if self.name == "pepsal":
             for n in ("rpep", "hpep"):
-                out = sh(f"nft list chain ip pepsal pre", n).stdout
+                out = sh("nft list chain ip pepsal pre", n).stdout
                 m = re.search(r"tproxy.*counter packets (\d+)|counter packets (\d+).*tproxy", out)
                 res[f"{n}_tproxied"] = int(next(g for g in m.groups() if g)) if m else 0
         for n in ("client", "rpep", "hpep"):
@@ -416,11 +456,114 @@ class Mode:
         if min(opened) == 0:
             return f"the PEPs opened {opened} header zones"
         early = d.get("hpep_LesAccelEarlyAcks", 0)
-        if self.name == "les-pep" and not early:
+        if self.name in ("les-pep", "les-ike") and not early:
             return "the hub PEP sent no early ACK"
-        if self.name != "les-pep" and early:
+        if self.name not in ("les-pep", "les-ike") and early:
             return f"observing, but the hub PEP sent {early} early ACKs"
         return None
+
+
+# ---- les-ike: les-pep keyed by charon (tools/ike.py) ---------------------------------
+
+IKE_BASE = f"{WORK}/ike"
+IKE_ID = {"client": "client.les", "server": "server.les",
+          "rpep": "rpep.pep.les", "hpep": "hpep.pep.les"}
+# Each endpoint keys the PEP on its side of the hop (a connection of that
+# name), and trusts the operator's.
+IKE_PEP = {"client": "rpep", "server": "hpep"}
+IKE_PEER = {"client": "server", "server": "client"}
+_charons = {}
+
+
+def link_addr(n, peer):
+    """@n's address on its link to @peer."""
+    return next(plan(addr) for x, _, addr, y, _ in LINKS if (x, y) == (n, peer))
+
+
+def ike_up(prof, window):
+    """A charon in each namespace, configured; none initiates yet."""
+    why = ike.missing()
+    if why:
+        raise RuntimeError(f"les-ike needs {why}")
+    if not os.path.exists(f"{IKE_BASE}/pki/ca.pem"):
+        ike.install_plugin()
+        ike.make_pki(f"{IKE_BASE}/pki", {ns(n): (n, IKE_ID[n]) for n in NS})
+    for n in NS:
+        c = _charons[n] = ike.Charon(ns(n), f"{IKE_BASE}/{n}/run", f"{IKE_BASE}/charon-{n}.log")
+        if n in IKE_PEP:
+            peer, pep = IKE_PEER[n], IKE_PEP[n]
+            children = f"""		children {{
+			les {{
+				mode = tunnel
+				local_ts = {INNER[n]}/32
+				remote_ts = {INNER[peer]}/32
+				esp_proposals = les256
+				replay_window = {window}
+			}}
+		}}
+"""
+            c.write(f"""			peps {{
+				{pep} = {IKE_ID[pep]}
+			}}
+			trust {{
+				operator = *.pep.les
+			}}""", "connections {\n" +
+                ike.connection("les", OUTER[n], OUTER[peer], n, IKE_ID[n], IKE_ID[peer],
+                               children) +
+                ike.connection(pep, OUTER[n], link_addr(pep, n), n, IKE_ID[n],
+                               IKE_ID[pep], "\t\tchildless = force\n") + "}\n", level=1)
+        else:
+            me = {"rpep": "client", "hpep": "server"}[n]
+            direction, dev = {"rpep": ("up", "r-h"), "hpep": ("down", "h-r")}[n]
+            c.write(f"""			pep {{
+				engine {{
+					accel = yes
+					hop_dev = {dev}
+					hop_rate = {prof_rate(prof, direction)}
+					peer_buffer = {2 << 20}
+					backlog = 16384
+				}}
+				endpoints {{
+					{me} {{
+						id = {IKE_ID[me]}
+						addrs = {OUTER["client"]}, {OUTER["server"]}
+					}}
+				}}
+			}}""", "connections {\n" +
+                ike.connection("endpoints", link_addr(n, me), None, n, IKE_ID[n],
+                               body="\t\tchildless = allow\n") + "}\n", level=1)
+        if not c.start():
+            raise RuntimeError(f"les-ike: charon in {n} did not start: {c.text()[-1500:]}")
+        c.swanctl("--load-all")
+
+
+def ike_charon(n):
+    """Namespace @n's charon in mode les-ike."""
+    return _charons[n]
+
+
+def ike_down():
+    """Charons stopped: their IKE_SAs deleted, with the states and keys."""
+    for c in _charons.values():
+        c.stop()
+    _charons.clear()
+
+
+def pep_states(n):
+    """The PEP-marked states of namespace @n."""
+    return re.findall(r"(?m)^\s*mark " + f"{PEP_MARK:#x}", sh("ip xfrm state", n).stdout)
+
+
+def endpoint_states(n):
+    """@n's states with an LES blob: src, dst, spi and the blob's role."""
+    res = []
+    for block in re.split(r"(?m)^(?=src )", sh("ip xfrm state", n).stdout):
+        m = re.match(r"src (\S+) dst (\S+)\s+proto esp spi (0x[0-9a-f]+)", block)
+        k = re.search(r"aead \S+ 0x4c45534b([0-9a-f]{4})", block)
+        if m and k:
+            res.append({"src": m.group(1), "dst": m.group(2), "spi": int(m.group(3), 16),
+                        "role": int(k.group(1)[2:], 16)})
+    return res
 
 
 # ---- PEPsal: a split-TCP PEP on both PEPs, for comparison ---------------------------
@@ -759,6 +902,7 @@ def cmd_run(a):
         done, failed, skipped = fetch_all(profiles, modes, workloads, reps, max_time, results,
                                           a.budget)
     finally:
+        ike_down()
         flush_sas()
         topology_down()
     print(f"testbed: {done} fetches, {failed} failed; results in {results}")

@@ -1,11 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 """LES keyed by IKEv2: Debian's charon with libstrongswan-les.so.
 
-Step `ike` of les_tests.py (les.ko loaded, topology a - m - b up).  One
-charon in a and one in b, each with its own /etc (/etc/netns/NS: the
-strongswan.conf, swanctl.conf and credentials of that namespace) and its own
-/run (bind-mounted, so pid file and vici socket do not collide); swanctl
-talks to each through --uri.  Certificates are Ed25519, made by `pki`.
+Step `ike` of les_tests.py (les.ko loaded, topology a - m - b up).  A
+charon in a, one in b and the PEP's in m, each in its namespace with its
+own /etc and /run (tools/ike.py).
 
 Checks: the plugin loads in both; `swanctl --initiate` brings up a CHILD_SA
 with `esp_proposals = les256,aes256gcm16` and `replay_window = 4096` whose
@@ -14,33 +12,25 @@ exactly on the responder-to-initiator SA), les.ko counts the traffic, TCP
 data arrives intact; a rekey gives new LES blobs; no key byte reaches
 charon's log at level 4; `swanctl --terminate` removes the states; and a
 stock peer (plugin not loaded) gives a working plain aes256gcm16 tunnel.
+The fourth message's checks are docs/ike.md 6's list.
 
 The plugin is the one built on the host (strongswan-plugin/tests/host.sh
-builds it; LES_SW_PLUGIN names another).  The guest's /usr and /etc are
-throw-away overlays: the plugin is copied into /usr/lib/ipsec/plugins.
+builds it; LES_SW_PLUGIN names another).
 """
-import hashlib
 import json
 import os
 import re
 import shutil
 import socket
-import subprocess
 import time
 
+import ike
 from lesvm import REPO, Bg, agent, counters, delta, nsname, pcap, sh, wait_for, xfrm_flush
 
-PLUGIN = os.environ.get("LES_SW_PLUGIN",
-                        os.path.join(REPO, "strongswan-plugin", "libstrongswan-les.so"))
-CHARON = "/usr/lib/ipsec/charon"
 BASE = "/tmp/les-ike"
 ADDR = {"a": "10.0.1.1", "b": "10.0.2.1"}
 INNER = {"a": "10.10.1.1", "b": "10.10.2.1"}
 LES_MAGIC = b"LESK"
-# Without les, the plugins an IKEv2 peer with Ed25519 certificates and
-# AES-GCM needs (openssl: Ed25519, X25519, GCM), as Debian ships them.
-PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constraints "
-           "sha1 sha2 hmac kdf aes gcm kernel-netlink socket-default vici updown")
 
 T = None
 OUT = "/tmp"
@@ -61,58 +51,20 @@ PEP_CONN = {"a": "pepm", "b": "pepb"}
 PEP_MARK = "0x4c455350"
 
 
-class Charon:
+class Charon(ike.Charon):
     """A charon in namespace ns, with or without the plugin."""
 
     def __init__(self, ns, les, tag):
-        self.ns, self.les = ns, les
-        self.etc = f"/etc/netns/{nsname(ns)}"
-        self.run = f"{BASE}/{ns}/run"
-        self.log = os.path.join(OUT, f"charon-{ns}-{tag}.log")
-        self.uri = f"unix://{self.run}/charon.vici"
-        self.p = None
-
-    def strongswan_conf(self, plugin_conf, append=False):
-        """append: for a reload, which would otherwise empty the log."""
-        plugins = ("les " if self.les else "") + PLUGINS
-        with open(f"{self.etc}/strongswan.conf", "w") as f:
-            f.write(f"""charon {{
-	load = {plugins}
-	install_routes = no
-	plugins {{
-		les {{
-{plugin_conf}
-		}}
-	}}
-	filelog {{
-		ike {{
-			path = {self.log}
-			append = {"yes" if append else "no"}
-			flush_line = yes
-			time_format = %T
-			default = {4 if self.les else 1}
-			# charon itself logs every CHILD_SA's keymat at chd 4
-			# (keymat_v2.c:635), every netlink message, SA keys
-			# included, at knl 3 (kernel_netlink_shared.c:325), and
-			# every IKE message's plaintext, the fourth message's
-			# keys included, at enc 3 (encrypted_payload.c:490):
-			# those three stay below; the plugin's own lines are at
-			# every level.
-			chd = 3
-			knl = 2
-			enc = 2
-		}}
-	}}
-}}
-""")
+        super().__init__(nsname(ns), f"{BASE}/{ns}/run",
+                         os.path.join(OUT, f"charon-{ns}-{tag}.log"), les)
+        self.ns = ns
 
     def configure_pep(self, addrs=(ADDR["a"], ADDR["b"]), max_states=6, engine=None,
                       append=False):
         """The PEP in m: keys from a only, by default for a's and b's
         addresses; engine: its les.pep.engine settings."""
-        os.makedirs(self.run, exist_ok=True)
         engine = "\n".join(f"\t\t\t\t\t{k} = {v}" for k, v in (engine or {}).items())
-        self.strongswan_conf(f"""			pep {{
+        self.write(f"""			pep {{
 				engine {{
 {engine}
 				}}
@@ -123,72 +75,15 @@ class Charon:
 						max_states = {max_states}
 					}}
 				}}
-			}}""", append)
-        with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
-            f.write(f"""connections {{
-	endpoints {{
-		version = 2
-		local_addrs = {", ".join(PEP_ADDRS.values())}
-		childless = allow
-		local {{
-			auth = pubkey
-			certs = m.pem
-			id = {ID["m"]}
-		}}
-		remote {{
-			auth = pubkey
-		}}
-	}}
-}}
-""")
+			}}""", "connections {\n" + ike.connection(
+            "endpoints", ", ".join(PEP_ADDRS.values()), None, "m", ID["m"],
+            body="\t\tchildless = allow\n") + "}\n", append)
 
     def configure(self, esp_proposals):
         me, peer = self.ns, ("b" if self.ns == "a" else "a")
-        os.makedirs(self.run, exist_ok=True)
         peps = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in PEPS[me].items())
         trust = "\n".join(f"\t\t\t\t{k} = {v}" for k, v in TRUST[me].items())
-        # keys whose IKE_SA to the PEP went are sent again after 2 s
-        self.strongswan_conf(f"""			resend_delay = 2s
-			peps {{
-{peps}
-			}}
-			trust {{
-{trust}
-			}}""")
-        # The connection to the PEP in m, which the plugin brings up
-        # (childless) to hand it keys: a's "pepm", b's "pepb".
-        pepm = f"""
-	{PEP_CONN[me]} {{
-		version = 2
-		local_addrs = {ADDR[me]}
-		remote_addrs = {PEP_ADDRS[me]}
-		childless = force
-		local {{
-			auth = pubkey
-			certs = {me}.pem
-			id = {ID[me]}
-		}}
-		remote {{
-			auth = pubkey
-			id = {ID["m"]}
-		}}
-	}}"""
-        with open(f"{self.etc}/swanctl/swanctl.conf", "w") as f:
-            f.write(f"""connections {{
-	les {{
-		version = 2
-		local_addrs = {ADDR[me]}
-		remote_addrs = {ADDR[peer]}
-		local {{
-			auth = pubkey
-			certs = {me}.pem
-			id = {ID[me]}
-		}}
-		remote {{
-			auth = pubkey
-			id = {ID[peer]}
-		}}
-		children {{
+        children = f"""		children {{
 			les {{
 				mode = tunnel
 				local_ts = {INNER[me]}/32
@@ -197,64 +92,23 @@ class Charon:
 				replay_window = 4096
 			}}
 		}}
-	}}{pepm}
-}}
-""")
-
-    def start(self):
-        for f in ("charon.vici", "charon.pid"):
-            if os.path.exists(f"{self.run}/{f}"):
-                os.unlink(f"{self.run}/{f}")
-        # ip netns exec puts /etc/netns/NS/* over /etc in a mount namespace
-        # of its own: the bind mount of /run stays in there too.
-        self.p = subprocess.Popen(
-            ["ip", "netns", "exec", nsname(self.ns), "sh", "-c",
-             f"mount --bind {self.run} /run && exec {CHARON}"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
-        up = wait_for(lambda: os.path.exists(f"{self.run}/charon.vici")
-                      and "loaded plugins" in self.text(), 60, 0.2)
-        return up and self.p.poll() is None
-
-    def text(self):
-        try:
-            with open(self.log, errors="replace") as f:
-                return f.read()
-        except FileNotFoundError:
-            return ""
+"""
+        # The connection to the PEP in m, which the plugin brings up
+        # (childless) to hand it keys: a's "pepm", b's "pepb".
+        self.write(f"""			# keys whose IKE_SA to the PEP went are sent again after 2 s
+			resend_delay = 2s
+			peps {{
+{peps}
+			}}
+			trust {{
+{trust}
+			}}""", "connections {\n" +
+            ike.connection("les", ADDR[me], ADDR[peer], me, ID[me], ID[peer], children) +
+            ike.connection(PEP_CONN[me], ADDR[me], PEP_ADDRS[me], me, ID[me], ID["m"],
+                           "\t\tchildless = force\n") + "}\n")
 
     def swanctl(self, *args, check=True, timeout=90):
-        # In the namespace, so that --load-all reads this namespace's /etc.
-        cmd = (f"ip netns exec {nsname(self.ns)} swanctl {' '.join(args)} "
-               f"--uri {self.uri}")
-        return sh(cmd, check=check, timeout=timeout)
-
-    def stop(self):
-        if self.p and self.p.poll() is None:
-            self.p.terminate()
-            try:
-                self.p.wait(20)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-        self.p = None
-
-
-def make_pki():
-    """A CA and one Ed25519 certificate per namespace, into each /etc."""
-    pki = f"{BASE}/pki"
-    os.makedirs(pki, exist_ok=True)
-    sh(f"pki --gen --type ed25519 --outform pem > {pki}/ca.key 2>/dev/null")
-    sh(f"pki --self --ca --lifetime 30 --in {pki}/ca.key --type ed25519 "
-       f"--dn 'CN=LES test CA' --outform pem > {pki}/ca.pem 2>/dev/null")
-    for ns in "abm":
-        etc = f"/etc/netns/{nsname(ns)}/swanctl"
-        for d in ("x509", "x509ca", "private"):
-            os.makedirs(f"{etc}/{d}", exist_ok=True)
-        sh(f"pki --gen --type ed25519 --outform pem > {etc}/private/{ns}.pem 2>/dev/null")
-        sh(f"pki --pub --in {etc}/private/{ns}.pem 2>/dev/null | "
-           f"pki --issue --cacert {pki}/ca.pem --cakey {pki}/ca.key --lifetime 30 "
-           f"--dn 'CN={ID[ns]}' --san {ID[ns]} --outform pem > {etc}/x509/{ns}.pem 2>/dev/null")
-        shutil.copy(f"{pki}/ca.pem", f"{etc}/x509ca/ca.pem")
+        return super().swanctl(*" ".join(args).split(), check=check, timeout=timeout)
 
 
 def states(ns):
@@ -682,23 +536,18 @@ def stock_peer(a, b):
 def run(tap, out, ko=None):
     global T, OUT
     T, OUT = tap, out
-    if not os.path.exists(PLUGIN):
-        T.ok(False, f"ike: the plugin is built ({PLUGIN}: run strongswan-plugin/tests/host.sh)")
-        return
-    if not os.path.exists(CHARON):
-        T.ok(False, "ike: Debian's charon is installed (tools/setup-host.sh)")
+    why = ike.missing()
+    if why:
+        T.ok(False, f"ike: {why}")
         return
     t0 = time.monotonic()
     shutil.rmtree(BASE, ignore_errors=True)
-    # The guest's /usr is a throw-away overlay: install the plugin there.
-    shutil.copy(PLUGIN, "/usr/lib/ipsec/plugins/libstrongswan-les.so")
-    for ns in "abm":
-        os.makedirs(f"/etc/netns/{nsname(ns)}/swanctl", exist_ok=True)
+    ike.install_plugin()
     xfrm_flush()
     charons = []
     PEP_CHARON.clear()
     try:
-        make_pki()
+        ike.make_pki(f"{BASE}/pki", {nsname(ns): (ns, ID[ns]) for ns in "abm"})
         a, b, m = Charon("a", True, "les"), Charon("b", True, "les"), Charon("m", True, "pep")
         charons += [a, b, m]
         PEP_CHARON.append(m)

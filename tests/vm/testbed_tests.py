@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 """The satellite testbed cannot rot: one short fetch per mode over the geo
 profile (tools/testbed.py, set "check"), each checked by hash and proven to
-have gone the mode's way (SA and les.ko counters).  Then the acceleration
-engine over a lossy hop (set "accel"): 1 MB through both PEPs, intact,
-with what the hop lost sent again from the hub's copies.  And the page
+have gone the mode's way (SA and les.ko counters); les-ike's keys from
+charon.  Then the acceleration engine over a lossy hop (set "accel"): 1 MB
+through both PEPs, keyed by hand and by charon, intact, with what the hop
+lost sent again from the hub's copies.  And the page
 through ESP and through accelerating PEPs, twice each (set "page"): no
 faster than its round trips, and faster through the PEPs, which save the
 first round's second round trip (docs/benchmarks.md, "The page, timed
@@ -30,7 +31,8 @@ def testbed(T, out, ko, name):
 def run(T, out, ko):
     rows = testbed(T, out, ko, "check")
     modes = {r["mode"] for r in rows}
-    T.ok({"clear", "esp", "les", "les-observer", "les-pep"} <= modes, "testbed: every mode ran",
+    T.ok({"clear", "esp", "les", "les-observer", "les-pep", "les-ike"} <= modes,
+         "testbed: every mode ran",
          sorted(modes))
     for r in rows:
         T.ok(r["status"] == "ok" and r["total"] >= r["bound"],
