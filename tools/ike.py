@@ -26,11 +26,11 @@ PLUGINS = ("random nonce openssl pem pkcs1 pkcs8 x509 pubkey revocation constrai
 
 
 def missing():
-    """Why charon with the plugin cannot run here, or None."""
+    """What charon with the plugin needs and is not here, or None."""
     if not os.path.exists(PLUGIN):
-        return f"the plugin is built ({PLUGIN}: run strongswan-plugin/tests/host.sh)"
+        return f"the plugin built (make -C strongswan-plugin: {PLUGIN})"
     if not os.path.exists(CHARON):
-        return "Debian's charon is installed (tools/setup-host.sh)"
+        return "Debian's charon (tools/setup-host.sh)"
     return None
 
 

@@ -538,7 +538,7 @@ def run(tap, out, ko=None):
     T, OUT = tap, out
     why = ike.missing()
     if why:
-        T.ok(False, f"ike: {why}")
+        T.ok(False, f"ike: charon with the plugin can run (it needs {why})")
         return
     t0 = time.monotonic()
     shutil.rmtree(BASE, ignore_errors=True)
