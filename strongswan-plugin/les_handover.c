@@ -25,7 +25,7 @@
 #include <threading/mutex.h>
 
 /* Key notifies in one INFORMATIONAL request (charon takes 20 at most). */
-#define LES_HANDOVER_NOTIFIES_MAX	16
+#define LES_HANDOVER_NOTIFIES_MAX	16u
 
 /* Seconds before keys whose IKE_SA went are sent again; doubled for each
  * attempt the PEP did not answer, up to 2^4 times. */
@@ -75,6 +75,8 @@ typedef struct {
 	uint32_t child;
 	char *conn;
 	kernel_ipsec_sa_id_t id;
+	/* the pep-origin-in SA as installed, its blob the key */
+	kept_t *in;
 	chunk_t keys;
 	/* the IKE_SA the keys went or go over, 0 if they are due again */
 	uint32_t ike;
@@ -113,10 +115,28 @@ static void kept_destroy(kept_t *k)
 	free(k);
 }
 
+/* @k's SA, with @blob (given up) as its key. */
+static kept_t *kept_clone(kept_t *k, chunk_t blob)
+{
+	kept_t *c;
+
+	INIT(c);
+	*c = *k;
+	c->src = k->src->clone(k->src);
+	c->dst = k->dst->clone(k->dst);
+	c->src_ts = k->src_ts->clone_offset(k->src_ts,
+							offsetof(traffic_selector_t, clone));
+	c->dst_ts = k->dst_ts->clone_offset(k->dst_ts,
+							offsetof(traffic_selector_t, clone));
+	c->blob = blob;
+	return c;
+}
+
 static void origin_destroy(origin_t *o)
 {
 	o->id.src->destroy(o->id.src);
 	o->id.dst->destroy(o->id.dst);
+	kept_destroy(o->in);
 	free(o->conn);
 	chunk_clear(&o->keys);
 	free(o);
@@ -241,11 +261,11 @@ static les_keymsg_sa_t *keymsg_sa(kept_t *k, uint8_t role, uint32_t spi)
 }
 
 /*
- * The pep-origin-in SA for PEP @pep_id on the direction of @in (toward
- * this endpoint): its SPI allocated here, as for any inbound SA.  Returns
- * its SPI (network order), 0 on failure.
+ * The pep-origin-in SA @in (the inbound SA's settings, the pep-origin-in
+ * blob its key) under SPI @spi (network order), or, @spi 0, one allocated
+ * here as for any inbound SA.  Returns its SPI, 0 on failure.
  */
-static uint32_t install_origin_in(kept_t *in, uint32_t pep_id)
+static uint32_t install_origin_in(kept_t *in, uint32_t spi)
 {
 	lifetime_cfg_t lifetime = { .time = { .life = in->lifetime } };
 	kernel_ipsec_sa_id_t id = {
@@ -270,23 +290,22 @@ static uint32_t install_origin_in(kept_t *in, uint32_t pep_id)
 		.copy_ecn = in->copy_ecn,
 		.copy_dscp = in->copy_dscp,
 		.inbound = TRUE,
-		.update = TRUE,
+		.update = !spi,
+		.enc_key = in->blob,
 	};
 	kernel_ipsec_del_sa_t del = {};
 	status_t status = FAILED;
 
-	data.enc_key = les_blob_pep_origin(in->blob, pep_id, FALSE);
-	if (data.enc_key.len &&
-		charon->kernel->get_spi(charon->kernel, in->src, in->dst, IPPROTO_ESP,
-								&id.spi) == SUCCESS)
+	id.spi = spi;
+	if (spi || charon->kernel->get_spi(charon->kernel, in->src, in->dst,
+									   IPPROTO_ESP, &id.spi) == SUCCESS)
 	{
 		status = charon->kernel->add_sa(charon->kernel, &id, &data);
-		if (status != SUCCESS)
+		if (status != SUCCESS && !spi)
 		{	/* the SPI's larval state */
 			charon->kernel->del_sa(charon->kernel, &id, &del);
 		}
 	}
-	chunk_clear(&data.enc_key);
 	return status == SUCCESS ? id.spi : 0;
 }
 
@@ -412,8 +431,14 @@ static job_requeue_t send_job(send_t *s)
 		}
 		return JOB_REQUEUE_NONE;
 	}
-	/* an INFORMATIONAL exchange, after IKE_AUTH if it is a new IKE_SA */
-	ike_sa->queue_task(ike_sa, (task_t*)ike_dpd_create(TRUE));
+	/* an INFORMATIONAL exchange, after IKE_AUTH if it is a new IKE_SA: one
+	 * for each LES_HANDOVER_NOTIFIES_MAX notifies left */
+	do
+	{
+		ike_sa->queue_task(ike_sa, (task_t*)ike_dpd_create(TRUE));
+		count -= min(count, LES_HANDOVER_NOTIFIES_MAX);
+	}
+	while (count);
 	if (ike_sa->initiate(ike_sa, NULL, NULL) == DESTROY_ME)
 	{
 		charon->ike_sa_manager->checkin_and_destroy(charon->ike_sa_manager,
@@ -478,19 +503,24 @@ static void hand_over(private_les_handover_t *this, uint32_t child,
 	};
 	les_keymsg_sa_t *view_out, *view_in, *origin_out;
 	origin_t *origin;
+	kept_t *origin_in;
 	uint32_t spi;
 
-	spi = install_origin_in(in, pep->pep_id);
+	origin_in = kept_clone(in, les_blob_pep_origin(in->blob, pep->pep_id,
+												   FALSE));
+	spi = origin_in->blob.len ? install_origin_in(origin_in, 0) : 0;
 	if (!spi)
 	{
 		DBG1(DBG_IKE, "les: installing the pep-origin-in SA for PEP '%Y' "
 			 "failed: it gets no keys", pep->id);
+		kept_destroy(origin_in);
 		les_keymsg_clear(&msg);
 		return;
 	}
 	INIT(origin,
 		.child = msg.child,
 		.conn = strdup(conn),
+		.in = origin_in,
 		.id = {
 			.src = in->src->clone(in->src),
 			.dst = in->dst->clone(in->dst),
@@ -748,14 +778,16 @@ METHOD(les_handover_t, response, void,
 /*
  * The keys that went over IKE_SA @ike are due again (mutex held): returns
  * the connections to send them on, each once, with the delay of its most
- * tried CHILD_SA.
+ * tried CHILD_SA; and in @fresh a copy (origin_t, no keys) of each of
+ * their pep-origin-in SAs.
  */
 static linked_list_t *keys_lost(private_les_handover_t *this, uint32_t ike,
-								u_int *delay)
+								u_int *delay, linked_list_t *fresh)
 {
 	linked_list_t *conns = linked_list_create();
 	enumerator_t *e;
-	origin_t *o;
+	origin_t *o, *c;
+	uint32_t base;
 	u_int shift = 0;
 
 	e = this->origins->create_enumerator(this->origins);
@@ -771,31 +803,58 @@ static linked_list_t *keys_lost(private_les_handover_t *this, uint32_t ike,
 		{
 			conns->insert_last(conns, strdup(o->conn));
 		}
+		INIT(c,
+			.id = o->id,
+			.in = kept_clone(o->in, chunk_clone(o->in->blob)),
+		);
+		c->id.src = o->id.src->clone(o->id.src);
+		c->id.dst = o->id.dst->clone(o->id.dst);
+		fresh->insert_last(fresh, c);
 	}
 	e->destroy(e);
-	*delay = lib->settings->get_time(lib->settings,
+	/* at least a second: an IKE_SA that fails at once must not spin */
+	base = max(1u, min(lib->settings->get_time(lib->settings,
 							"%s.plugins.les.resend_delay",
-							LES_HANDOVER_RESEND_DELAY, lib->ns) <<
-			 min(shift, LES_HANDOVER_RESEND_SHIFT_MAX);
+							LES_HANDOVER_RESEND_DELAY, lib->ns), 3600u));
+	*delay = base << min(shift, LES_HANDOVER_RESEND_SHIFT_MAX);
 	return conns;
 }
 
 METHOD(les_handover_t, ike_gone, void,
 	private_les_handover_t *this, ike_sa_t *ike_sa)
 {
-	linked_list_t *list, *conns;
+	linked_list_t *list, *conns, *fresh = linked_list_create();
+	kernel_ipsec_del_sa_t del = {};
+	origin_t *o;
 	char *conn;
 	u_int delay;
 
 	this->mutex->lock(this->mutex);
 	list = this->waiting->remove(this->waiting,
 								 id_key(ike_sa->get_unique_id(ike_sa)));
-	conns = keys_lost(this, ike_sa->get_unique_id(ike_sa), &delay);
+	conns = keys_lost(this, ike_sa->get_unique_id(ike_sa), &delay, fresh);
 	this->mutex->unlock(this->mutex);
 	if (list)
 	{
 		notifies_destroy(list);
 	}
+	/*
+	 * Each pep-origin-in SA anew under its SPI, its replay window empty: a
+	 * PEP that restarted installs its pep-origin-out state anew too, and
+	 * counts from 1 again.  (A CHILD_SA that goes meanwhile leaves this SA
+	 * to its lifetime.)
+	 */
+	while (fresh->remove_first(fresh, (void**)&o) == SUCCESS)
+	{
+		charon->kernel->del_sa(charon->kernel, &o->id, &del);
+		if (!install_origin_in(o->in, o->id.spi))
+		{
+			DBG1(DBG_IKE, "les: installing a pep-origin-in SA again failed");
+		}
+		o->conn = NULL;
+		origin_destroy(o);
+	}
+	fresh->destroy(fresh);
 	while (conns->remove_first(conns, (void**)&conn) == SUCCESS)
 	{
 		DBG1(DBG_IKE, "les: the IKE_SA to the PEP of '%s' went: its keys "

@@ -6,7 +6,7 @@
  * another tunnel's (dst, SPI, mark).  What it installs it tracks by the
  * IKE_SA it came over, to remove it with the CHILD_SA or that IKE_SA, and
  * by the endpoint's identity and CHILD_SA: keys sent again over a new
- * IKE_SA (the endpoint lost the old one) replace those it sent before.
+ * IKE_SA (the endpoint lost the old one) find the same states, kept.
  */
 #include "les_pep_role.h"
 #include "les_keymsg.h"
@@ -244,6 +244,27 @@ static bool add_state(les_keymsg_sa_t *sa)
 	return status == SUCCESS;
 }
 
+/* The state of @peer's CHILD_SA @child that @sa names, or NULL. */
+static installed_t *held_state(private_les_pep_role_t *this,
+							   identification_t *peer, uint32_t child,
+							   les_keymsg_sa_t *sa)
+{
+	enumerator_t *e;
+	installed_t *s, *found = NULL;
+
+	e = this->installed->create_enumerator(this->installed);
+	while (!found && e->enumerate(e, &s))
+	{
+		if (of_child(s, peer, child) && s->spi == sa->spi &&
+			s->dst->ip_equals(s->dst, sa->dst))
+		{
+			found = s;
+		}
+	}
+	e->destroy(e);
+	return found;
+}
+
 /* Whether a state of ours has @sa's (dst, SPI). */
 static bool in_books(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
 {
@@ -290,14 +311,19 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 	installed_t *s;
 	identification_t *peer = ike_sa->get_other_id(ike_sa);
 	uint32_t ike = ike_sa->get_unique_id(ike_sa);
+	u_int kept = 0;
 
-	if (remove_states(this, ike, peer, msg->child))
-	{	/* the endpoint sent them again, over a new IKE_SA */
-		DBG1(DBG_IKE, "les pep: replacing the keys of CHILD_SA %u", msg->child);
-	}
 	e = msg->sas->create_enumerator(msg->sas);
 	while (e->enumerate(e, &sa))
 	{
+		s = held_state(this, peer, msg->child, sa);
+		if (s)
+		{	/* sent again over a new IKE_SA: the state stays as it is, its
+			 * sequence counter and replay window with it */
+			s->ike = ike;
+			kept++;
+			continue;
+		}
 		if (!add_or_replace(this, sa))
 		{
 			e->destroy(e);
@@ -316,6 +342,11 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 		this->installed->insert_last(this->installed, s);
 	}
 	e->destroy(e);
+	if (kept)
+	{
+		DBG1(DBG_IKE, "les pep: keys of CHILD_SA %u sent again: %u states "
+			 "kept", msg->child, kept);
+	}
 	return LES_KEYS_OK;
 }
 

@@ -1429,9 +1429,9 @@ def rekeys(T, prof, sums):
         T.ok(res["status"] == "ok" and all(done) and len(done) == 3,
              "10 MB through PEPs keyed by charon, across three CHILD_SA rekeys on a lossy "
              "hop, arrive intact", {"fetch": res, "rekeys": done})
-        T.ok(took >= 3 and all(d[n].get("LesAccelEarlyAckedBytes", 0) > 0 for n in ("hpep",))
+        T.ok(took >= 3 and d["hpep"].get("LesAccelEarlyAckedBytes", 0) >= 10 ** 7
              and not any(d[n].get("LesAccelLost") for n in PEPS),
-             "each rekey's keys reach the PEPs, the hub ACKs early throughout, nothing it "
+             "each rekey's keys reach the PEPs, the hub ACKs all 10 MB early, nothing it "
              "ACKed early is lost (LesAccelLost 0)",
              {"took": took, "peps": d, "server": server.text()[-1000:]})
     finally:
