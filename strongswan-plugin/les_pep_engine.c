@@ -153,8 +153,10 @@ static int talk(int fd, request_t *req, char *reply, size_t reply_len,
 			}
 			err = NLMSG_DATA(nlh);
 			if (err->error && (nlh->nlmsg_flags & NLM_F_ACK_TLVS))
-			{	/* the request is not echoed back: NLM_F_CAPPED */
-				msg = find_attr(nlh, NLMSG_LENGTH(sizeof(*err)),
+			{	/* after the request, unless NETLINK_CAP_ACK left it out */
+				msg = find_attr(nlh, NLMSG_LENGTH(sizeof(*err)) +
+						((nlh->nlmsg_flags & NLM_F_CAPPED) ? 0 :
+						 NLMSG_ALIGN(err->msg.nlmsg_len) - NLMSG_HDRLEN),
 								NLMSGERR_ATTR_MSG);
 				if (msg)
 				{
