@@ -2,9 +2,9 @@
 """The satellite testbed cannot rot: one short fetch per mode over the geo
 profile (tools/testbed.py, set "check"), each checked by hash and proven to
 have gone the mode's way (SA and les.ko counters); les-ike's keys from
-charon.  Then the acceleration engine over a lossy hop (set "accel"): 1 MB
-through both PEPs, keyed by hand and by charon, intact, with what the hop
-lost sent again from the hub's copies.  And the page
+charon (`accel rekeys` takes les-ike over the lossy hop).  Then the
+acceleration engine over a lossy hop (set "accel"): 1 MB through both
+PEPs, intact, with what the hop lost sent again from the hub's copies.  And the page
 through ESP and through accelerating PEPs, twice each (set "page"): no
 faster than its round trips, and faster through the PEPs, which save the
 first round's second round trip (docs/benchmarks.md, "The page, timed
