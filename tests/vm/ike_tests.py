@@ -270,6 +270,7 @@ def pep_restart(a):
     m = PEP_CHARON[-1]
     before = sorted((s["spi"], s["key"]) for s in states("m"))
     added = origin_in_added()
+    time.sleep(1.1)     # "add" times are to the second
     cap = f"{OUT}/ike-pep-restart.pcap"
     snif = Bg("m", "sniff", "m-a", cap, 120)
     mark = len(a.text())
