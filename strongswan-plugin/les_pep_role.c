@@ -244,10 +244,13 @@ static bool add_state(les_keymsg_sa_t *sa)
 	return status == SUCCESS;
 }
 
-/* The state of @peer's CHILD_SA @child that @sa names, or NULL. */
-static installed_t *held_state(private_les_pep_role_t *this,
-							   identification_t *peer, uint32_t child,
-							   les_keymsg_sa_t *sa)
+/*
+ * The state of ours that @sa names (its dst and SPI): of @peer's CHILD_SA
+ * @child, or with @peer NULL of anyone's.  NULL if none.
+ */
+static installed_t *find_state(private_les_pep_role_t *this,
+							   les_keymsg_sa_t *sa, identification_t *peer,
+							   uint32_t child)
 {
 	enumerator_t *e;
 	installed_t *s, *found = NULL;
@@ -255,27 +258,11 @@ static installed_t *held_state(private_les_pep_role_t *this,
 	e = this->installed->create_enumerator(this->installed);
 	while (!found && e->enumerate(e, &s))
 	{
-		if (of_child(s, peer, child) && s->spi == sa->spi &&
-			s->dst->ip_equals(s->dst, sa->dst))
+		if (s->spi == sa->spi && s->dst->ip_equals(s->dst, sa->dst) &&
+			(!peer || of_child(s, peer, child)))
 		{
 			found = s;
 		}
-	}
-	e->destroy(e);
-	return found;
-}
-
-/* Whether a state of ours has @sa's (dst, SPI). */
-static bool in_books(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
-{
-	enumerator_t *e;
-	installed_t *s;
-	bool found = FALSE;
-
-	e = this->installed->create_enumerator(this->installed);
-	while (!found && e->enumerate(e, &s))
-	{
-		found = s->spi == sa->spi && s->dst->ip_equals(s->dst, sa->dst);
 	}
 	e->destroy(e);
 	return found;
@@ -292,7 +279,7 @@ static bool add_or_replace(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
 	{
 		return TRUE;
 	}
-	if (in_books(this, sa))
+	if (find_state(this, sa, NULL, 0))
 	{
 		return FALSE;
 	}
@@ -316,7 +303,7 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 	e = msg->sas->create_enumerator(msg->sas);
 	while (e->enumerate(e, &sa))
 	{
-		s = held_state(this, peer, msg->child, sa);
+		s = find_state(this, sa, peer, msg->child);
 		if (s)
 		{	/* sent again over a new IKE_SA: the state stays as it is, its
 			 * sequence counter and replay window with it */
