@@ -39,7 +39,9 @@ def install_plugin():
     shutil.copy(PLUGIN, os.path.join(PLUGIN_DIR, "libstrongswan-les.so"))
 
 
-def wait_for(cond, timeout, step=0.2):
+def wait_for(cond, timeout=5.0, step=0.1):
+    """Polls cond() until it holds or @timeout seconds pass; its last
+    value.  (The VM tests' too: tests/vm/lesvm.py.)"""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         if cond():

@@ -22,6 +22,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 sys.path.insert(0, os.path.join(REPO, "tools"))
 
 import nsagent  # noqa: E402
+from ike import wait_for  # noqa: E402,F401  (re-exported to the tests)
 from lescodec import blob as B  # noqa: E402
 from lescodec import packet as P  # noqa: E402
 from lescodec import pcap  # noqa: E402
@@ -445,10 +446,3 @@ def capture_esp(path, spi=None):
     return out
 
 
-def wait_for(cond, timeout=5.0, step=0.1):
-    end = time.time() + timeout
-    while time.time() < end:
-        if cond():
-            return True
-        time.sleep(step)
-    return cond()
