@@ -46,6 +46,7 @@ static struct les_accel_flow *les_accel_flow_get(struct les_pep_net *pn,
 	}
 	af->flow = f;
 	INIT_LIST_HEAD(&af->ack_node);
+	INIT_LIST_HEAD(&af->timed);
 	for (i = 0; i < 2; i++) {
 		INIT_LIST_HEAD(&af->dir[i].held);
 		INIT_LIST_HEAD(&af->dir[i].over);
@@ -85,6 +86,7 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 	}
 	list_del(&af->node);
 	list_del(&af->ack_node);
+	list_del(&af->timed);
 	atomic_dec(&an->active);
 	f->accel = NULL;
 	kfree(af);
@@ -268,6 +270,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	}
 
 	d = &af->dir[from];
+	if (list_empty(&af->timed))
+		list_add_tail(&af->timed, &an->timed);
 	les_view_set(pn, &d->view, view);
 	/* A straggler under a key that went, its side moved on (a rekey). */
 	if (gone && d->view && !les_view_gone(d->view)) {
@@ -446,33 +450,79 @@ static void les_accel_orphans(struct les_pep_net *pn)
 	les_pacer_queue(&an->pacer, &list);
 }
 
-/* Every LES_ACCEL_TICK_MS while flows are accelerated: the timers. */
+/* Is there anything the tick does for @af but look for keys gone? */
+static bool les_accel_flow_timed(const struct les_accel_flow *af)
+{
+	unsigned int s;
+
+	for (s = 0; s < 2; s++)
+		if (!list_empty(&af->dir[s].held) || les_rcv_timed(af, s))
+			return true;
+	return false;
+}
+
+/*
+ * The flows the tick has no work for are looked at LES_ACCEL_SWEEP at a
+ * time, in turn, for keys that went: an idle flow lets go of a deleted SA
+ * within seconds, and the tick's time does not grow with idle flows.
+ */
+static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
+{
+	struct les_accel_net *an = &pn->accel;
+	unsigned int n = min_t(unsigned int, LES_ACCEL_SWEEP,
+			       atomic_read(&an->active));
+	struct les_accel_flow *af;
+
+	while (n-- && !list_empty(&an->flows)) {
+		af = list_first_entry(&an->flows, struct les_accel_flow, node);
+		list_move_tail(&af->node, &an->flows);
+		if (list_empty(&af->timed))
+			les_drain_flow(pn, af, now);
+	}
+}
+
+/*
+ * Every LES_ACCEL_TICK_MS while flows are accelerated: the timers of the
+ * flows that have any (a packet put them on the timed list; the tick takes
+ * them off once nothing is left to time), then a few of the others.
+ */
 static void les_accel_tick(struct work_struct *work)
 {
 	struct les_accel_net *an = container_of(to_delayed_work(work),
 						struct les_accel_net, tick);
 	struct les_pep_net *pn = container_of(an, struct les_pep_net, accel);
+	struct les_accel_flow *af, *tmp;
 	struct les_accel_todo todo;
-	struct les_accel_flow *af;
-	ktime_t now = ktime_get();
+	unsigned int visited = 0;
+	ktime_t now;
 	bool more;
 
 	les_accel_orphans(pn);
 	les_accel_todo_init(&todo, &an->pacer);
 	spin_lock_bh(&pn->flows.lock);
-	les_drain_tick(pn, now);
-	list_for_each_entry(af, &an->flows, node) {
+	now = ktime_get();
+	list_for_each_entry_safe(af, tmp, &an->timed, timed) {
+		visited++;
+		if (les_drain_flow(pn, af, now))
+			continue;
 		les_early_timer(pn, af, 0, now, &todo);
 		les_early_timer(pn, af, 1, now, &todo);
 		les_rcv_thin_flush(pn, &af->dir[0], &todo, now);
 		les_rcv_thin_flush(pn, &af->dir[1], &todo, now);
 		les_rcv_probe_timer(pn, af, 0, now);
 		les_rcv_probe_timer(pn, af, 1, now);
+		if (!les_accel_flow_timed(af))
+			list_del_init(&af->timed);
 	}
+	les_accel_sweep(pn, now);
 	/* The pacer has room again: what waits for it goes in. */
 	les_hop_drain(pn, &todo);
 	more = !list_empty(&an->flows) || !list_empty(&an->hop_busy);
+	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_US,
+		     ktime_us_delta(ktime_get(), now));
 	spin_unlock_bh(&pn->flows.lock);
+	les_stat_inc(pn->net, LES_STAT_ACCEL_TICKS);
+	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_FLOWS, visited);
 	les_accel_todo_run(pn, &todo);
 	les_accel_send_acks(pn, true);
 	if (more)
@@ -492,6 +542,7 @@ void les_accel_net_init(struct les_pep_net *pn)
 	an->cfg.buffer = LES_ACCEL_BUFFER_DEFAULT;
 	an->cfg.peer_buffer = 0;
 	INIT_LIST_HEAD(&an->flows);
+	INIT_LIST_HEAD(&an->timed);
 	les_hop_init(an);
 	INIT_LIST_HEAD(&an->ack_due);
 	atomic_set(&an->active, 0);

@@ -45,6 +45,8 @@ struct les_sa;
  */
 #define LES_ACCEL_FAR_HOLD_ROUNDS	3
 #define LES_ACCEL_TICK_MS		10
+/* Flows with no work for the tick it looks at per tick, for keys gone. */
+#define LES_ACCEL_SWEEP			64
 /* Packets of an SA the LAN may reorder, on top of the hop's (accel.c). */
 #define LES_ACCEL_REORDER_SLACK		128
 /*
@@ -227,6 +229,7 @@ struct les_accel_dir {
 struct les_accel_flow {
 	struct list_head node;		/* on les_accel_net.flows */
 	struct list_head ack_node;	/* on les_accel_net.ack_due */
+	struct list_head timed;		/* on les_accel_net.timed */
 	struct les_flow *flow;
 	struct les_accel_dir dir[2];	/* indexed like les_flow.key.end */
 };
@@ -301,6 +304,8 @@ struct les_accel_net {
 	atomic_t active;
 	struct delayed_work tick;	/* timers, orphans */
 	struct list_head flows;		/* accelerated flows: flow table lock */
+	/* Flows the tick has work for: a packet puts one here (accel.c). */
+	struct list_head timed;
 	/*
 	 * What goes onto the hop, a lane per SA (pace.c), and the lanes with
 	 * packets waiting, taken in turn: flow table lock.
@@ -408,6 +413,7 @@ void les_rcv_data_seen(struct les_pep_net *pn, struct les_accel_flow *af,
 		       unsigned int s, const struct les_pep_pkt *pkt,
 		       struct xfrm_state *view);
 void les_rcv_update_seen(struct les_accel_flow *af, unsigned int s);
+bool les_rcv_timed(const struct les_accel_flow *af, unsigned int s);
 void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			 unsigned int s, ktime_t now);
 bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
@@ -453,7 +459,8 @@ struct xfrm_state *les_drain_lookup(struct les_accel_net *an, u32 mark,
 bool les_drain_reads(struct les_accel_net *an, const struct xfrm_state *x);
 bool les_drain_flow_reads(struct les_flow *f, unsigned int from,
 			  const struct les_pep_pkt *pkt);
-void les_drain_tick(struct les_pep_net *pn, ktime_t now);
+bool les_drain_flow(struct les_pep_net *pn, struct les_accel_flow *af,
+		    ktime_t now);
 
 bool les_origin_renew(struct les_accel_net *an, struct xfrm_state **xp,
 		      const struct les_flow *f, unsigned int src);

@@ -200,53 +200,52 @@ bool les_drain_flow_reads(struct les_flow *f, unsigned int from,
 }
 
 /*
- * The tick, flow table lock held.  The key of side @s's packets reads
- * the ACKs and window of the data of !@s, and the data of @s: a flow needs
- * it while the data of !@s is held here as copies, or while the data of
- * either may come past its receiver's window (les_rcv_relied_on()).  Once
- * it has let go of a key that went, the connection is not accelerated
- * again until a packet of @s comes under a valid key (a rekey): the ACKs
- * that would free what it held could not be read.
+ * The tick, flow table lock held, for one flow.  The key of side @s's
+ * packets reads the ACKs and window of the data of !@s, and the data of
+ * @s: a flow needs it while the data of !@s is held here as copies, or
+ * while the data of either may come past its receiver's window
+ * (les_rcv_relied_on()).  Once it has let go of a key that went, the
+ * connection is not accelerated again until a packet of @s comes under a
+ * valid key (a rekey): the ACKs that would free what it held could not be
+ * read.  True if the flow was let go (the drain ended).
  */
-void les_drain_tick(struct les_pep_net *pn, ktime_t now)
+bool les_drain_flow(struct les_pep_net *pn, struct les_accel_flow *af,
+		    ktime_t now)
 {
-	struct les_accel_flow *af, *tmp;
 	unsigned int s;
 
-	list_for_each_entry_safe(af, tmp, &pn->accel.flows, node) {
-		for (s = 0; s < 2; s++) {
-			struct les_accel_dir *d = &af->dir[s], *data = &af->dir[!s];
-			struct les_view *v = d->view;
+	for (s = 0; s < 2; s++) {
+		struct les_accel_dir *d = &af->dir[s], *data = &af->dir[!s];
+		struct les_view *v = d->view;
 
-			/*
-			 * PEP-origin SAs that went are let go here too: a flow
-			 * whose packets are no longer read would keep them.
-			 * Without one, no early ACKs: the receiver's ACKs go to
-			 * the sender again, not absorbed for ACKs never sent.
-			 */
-			if (les_key_gone(d->origin) &&
-			    !les_origin_renew(&pn->accel, &d->origin, af->flow, !s))
-				les_accel_early_stop(d);
-			if (les_key_gone(d->probe_origin))
-				les_origin_renew(&pn->accel, &d->probe_origin,
-						 af->flow, s);
-			if (!les_view_gone(v))
-				continue;
-			af->flow->side[s].key_went = true;
-			if (!data->held_bytes && !les_rcv_relied_on(data) &&
-			    !les_rcv_relied_on(d)) {
-				les_view_put(pn, &d->view);
-				continue;
-			}
-			if (!v->gone) {
-				v->gone = now;
-				les_stat_inc(pn->net, LES_STAT_ACCEL_KEYS_DRAINED);
-			}
-			if (ktime_ms_delta(now, v->gone) > LES_DRAIN_MAX_MS) {
-				les_stat_inc(pn->net, LES_STAT_ACCEL_DRAIN_TIMEOUTS);
-				les_accel_flow_free(pn, af->flow);
-				break;
-			}
+		/*
+		 * PEP-origin SAs that went are let go here too: a flow whose
+		 * packets are no longer read would keep them.  Without one,
+		 * no early ACKs: the receiver's ACKs go to the sender again,
+		 * not absorbed for ACKs never sent.
+		 */
+		if (les_key_gone(d->origin) &&
+		    !les_origin_renew(&pn->accel, &d->origin, af->flow, !s))
+			les_accel_early_stop(d);
+		if (les_key_gone(d->probe_origin))
+			les_origin_renew(&pn->accel, &d->probe_origin, af->flow, s);
+		if (!les_view_gone(v))
+			continue;
+		af->flow->side[s].key_went = true;
+		if (!data->held_bytes && !les_rcv_relied_on(data) &&
+		    !les_rcv_relied_on(d)) {
+			les_view_put(pn, &d->view);
+			continue;
+		}
+		if (!v->gone) {
+			v->gone = now;
+			les_stat_inc(pn->net, LES_STAT_ACCEL_KEYS_DRAINED);
+		}
+		if (ktime_ms_delta(now, v->gone) > LES_DRAIN_MAX_MS) {
+			les_stat_inc(pn->net, LES_STAT_ACCEL_DRAIN_TIMEOUTS);
+			les_accel_flow_free(pn, af->flow);
+			return true;
 		}
 	}
+	return false;
 }

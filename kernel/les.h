@@ -194,6 +194,9 @@ enum les_stat {
 	LES_STAT_ACCEL_HOP_DROPS,	/* passing packets over a lane's or buffer's bound */
 	LES_STAT_ACCEL_OVER_DROPS,	/* past a receiver's window, over a bound */
 	LES_STAT_ACCEL_ERRORS,		/* no memory, an ACK that could not go */
+	LES_STAT_ACCEL_TICKS,		/* runs of the engine's tick */
+	LES_STAT_ACCEL_TICK_FLOWS,	/* flows they timed */
+	LES_STAT_ACCEL_TICK_US,		/* microseconds they held the flow table */
 	LES_STAT_MAX
 };
 

@@ -214,6 +214,17 @@ static void les_rcv_probe_make_due(struct les_pep_net *pn,
 		list_add_tail(&af->ack_node, &pn->accel.ack_due);
 }
 
+/* Data came off the hop, and no update probe since it stopped says more. */
+static bool les_rcv_update_armed(const struct les_accel_flow *af,
+				 unsigned int s)
+{
+	const struct les_accel_dir *d = &af->dir[s];
+
+	return d->update_since && !af->flow->side[s].fin &&
+	       d->update_probes < LES_RCV_UPDATE_PROBES &&
+	       after(les_side_edge(&af->flow->side[!s]), d->hop_end);
+}
+
 /*
  * Nothing held, and the far PEP's data stopped with the receiver's window
  * open past it: the receiver is probed after twice the round trip to the
@@ -230,9 +241,7 @@ static void les_rcv_update_timer(struct les_pep_net *pn,
 	const struct les_flow_side *snd = &af->flow->side[s];
 	s64 wait = LES_RCV_PROBE_MS * USEC_PER_MSEC;
 
-	if (!d->update_since || snd->fin ||
-	    d->update_probes >= LES_RCV_UPDATE_PROBES ||
-	    !after(les_side_edge(&af->flow->side[!s]), d->hop_end))
+	if (!les_rcv_update_armed(af, s))
 		return;
 	wait = max_t(s64, wait,
 		     2LL * (snd->rtt.samples ? snd->rtt.srtt_us : USEC_PER_SEC));
@@ -273,6 +282,19 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (d->probes < U8_MAX)
 		d->probes++;
 	les_rcv_probe_make_due(pn, af, d, false);
+}
+
+/*
+ * Has the tick anything to do for the data of @s at its receiver's side: a
+ * thinned ACK waiting, data held past the window, a probe due or an update
+ * probe to come?  Only a packet of the flow can make it so again.
+ */
+bool les_rcv_timed(const struct les_accel_flow *af, unsigned int s)
+{
+	const struct les_accel_dir *d = &af->dir[s];
+
+	return d->thin_skb || d->probe_due || !list_empty(&d->over) ||
+	       les_rcv_update_armed(af, s);
 }
 
 /*

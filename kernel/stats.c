@@ -81,6 +81,9 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_HOP_DROPS]	= "LesAccelHopDrops",
 	[LES_STAT_ACCEL_OVER_DROPS]	= "LesAccelOverDrops",
 	[LES_STAT_ACCEL_ERRORS]		= "LesAccelErrors",
+	[LES_STAT_ACCEL_TICKS]		= "LesAccelTicks",
+	[LES_STAT_ACCEL_TICK_FLOWS]	= "LesAccelTickFlows",
+	[LES_STAT_ACCEL_TICK_US]	= "LesAccelTickUs",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)

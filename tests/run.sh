@@ -120,6 +120,7 @@ fi
 # everything on every kernel (docs/testing.md).
 if [ -n "${FULL:-}" ]; then
 	: "${LES_ONLY=}" "${LES_ACCEL_ONLY=}" "${LES_CONFIGS=}" "${LES_PARTS=}"
+	export LES_IDLE_FLOWS=${LES_IDLE_FLOWS:-10000}
 fi
 # One mode configuration of each kind: transport and tunnel, both families
 # and across them, ESN, NAT-T, the jumbo MTU (tunnel v4-in-v4).
@@ -132,12 +133,13 @@ each_kind='^(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 esn|t
 # the drain (keys deleted), the replay guard (lost resend, late on lan,
 # forged far seq), the window and lanes (two tunnels, paused reader,
 # udp flood, lost window update's probe with no peer buffer), flows kept
-# busy (flush), the flow dump (round trips); Debian 6.1 the others, which
+# busy (flush) and through a hop outage, the tick's timed flows (idle
+# flows), the flow dump (round trips); Debian 6.1 the others, which
 # take those paths again in other settings (transport mode, NAT-T, IPv6,
 # upload, a hop that reorders, the timer's resend) or only the engine's
 # start (accel off, small buffer, short replay window), and rekeys (keyed by
 # charon: step ike runs on 6.1 too).
-each_path='^(accel on late|round trips|key gone|keys deleted|many flows|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|udp flood|forged far seq|flush)$'
+each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|udp flood|forged far seq|flush)$'
 other_paths='^(accel off|small buffer|ack key deleted|hop misbehaves|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|ipv6|rekeys)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts t0 usual took pct
