@@ -240,6 +240,73 @@ METHOD(les_handover_t, sa_deleted, void,
 	this->mutex->unlock(this->mutex);
 }
 
+/* @h, moved to @to: its address, and its port if NAT-T has one. */
+static void host_move(host_t **h, host_t *to)
+{
+	(*h)->destroy(*h);
+	*h = to->clone(to);
+}
+
+/* A state of the key message moved with the SA it reads (MOBIKE). */
+static void keymsg_sa_move(les_keymsg_sa_t *sa, kernel_ipsec_update_sa_t *data)
+{
+	host_move(&sa->src, data->new_src);
+	host_move(&sa->dst, data->new_dst);
+	sa->encap_sport = data->new_encap ? data->new_src->get_port(data->new_src) : 0;
+	sa->encap_dport = data->new_encap ? data->new_dst->get_port(data->new_dst) : 0;
+}
+
+/*
+ * Moves what @o's key message says of the SA @id to @data's addresses; the
+ * pep-origin-in SA goes with the inbound SA.  True if it named that SA
+ * (mutex held).
+ */
+static bool origin_move(origin_t *o, kernel_ipsec_sa_id_t *id,
+						kernel_ipsec_update_sa_t *data, bool *inbound)
+{
+	les_keymsg_t msg;
+	les_keymsg_sa_t *sa;
+	enumerator_t *e;
+	const char *why;
+	bool moved = FALSE;
+
+	*inbound = o->in->spi == id->spi && o->in->dst->ip_equals(o->in->dst, id->dst);
+	if (!les_keymsg_parse(o->keys, &msg, &why))
+	{
+		return FALSE;
+	}
+	e = msg.sas->create_enumerator(msg.sas);
+	while (e->enumerate(e, &sa))
+	{
+		if ((sa->role == LES_ROLE_PEP_VIEW && sa->spi == ntohl(id->spi) &&
+			 sa->dst->ip_equals(sa->dst, id->dst)) ||
+			(*inbound && sa->role == LES_ROLE_PEP_ORIGIN_OUT &&
+			 sa->spi == ntohl(o->id.spi)))
+		{
+			keymsg_sa_move(sa, data);
+			moved = TRUE;
+		}
+	}
+	e->destroy(e);
+	if (moved)
+	{
+		chunk_clear(&o->keys);
+		o->keys = les_keymsg_build(&msg);
+		o->ike = 0;
+		o->attempts = 0;
+	}
+	if (moved && *inbound)
+	{
+		host_move(&o->in->src, data->new_src);
+		host_move(&o->in->dst, data->new_dst);
+		o->in->encap = data->new_encap;
+		host_move(&o->id.src, data->new_src);
+		host_move(&o->id.dst, data->new_dst);
+	}
+	les_keymsg_clear(&msg);
+	return moved;
+}
+
 /* A state of the key message, from a kept SA (its blob not yet set). */
 static les_keymsg_sa_t *keymsg_sa(kept_t *k, uint8_t role, uint32_t spi)
 {
@@ -652,6 +719,109 @@ static void child_down(private_les_handover_t *this, ike_sa_t *ike_sa,
 	gone->destroy(gone);
 }
 
+/* Removes and returns the origin of CHILD_SA @child for @conn, or NULL. */
+static origin_t *take_origin(private_les_handover_t *this, uint32_t child,
+							 const char *conn)
+{
+	enumerator_t *e;
+	origin_t *o, *found = NULL;
+
+	this->mutex->lock(this->mutex);
+	e = this->origins->create_enumerator(this->origins);
+	while (!found && e->enumerate(e, &o))
+	{
+		if (o->child == child && streq(o->conn, conn))
+		{
+			this->origins->remove_at(this->origins, e);
+			found = o;
+		}
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+	return found;
+}
+
+/*
+ * kernel-netlink moves an SA by deleting it and adding it anew under its
+ * SPI; les.ko deletes the pep-origin-in SA bound to an inbound one with it
+ * (kernel/sa_bind.c).  That SA is installed again at the new addresses,
+ * bound to the SA as it is now, and each PEP that holds the CHILD_SA's
+ * keys gets them again, moved: its states at the old addresses no longer
+ * see the tunnel's packets.  The kernel is called outside the mutex.
+ */
+METHOD(les_handover_t, sa_updated, void,
+	private_les_handover_t *this, kernel_ipsec_sa_id_t *id,
+	kernel_ipsec_update_sa_t *data)
+{
+	linked_list_t *conns = linked_list_create(), *fresh = linked_list_create();
+	kernel_ipsec_del_sa_t del = {};
+	enumerator_t *e;
+	origin_t *o, *c;
+	char *conn;
+	bool inbound;
+
+	this->mutex->lock(this->mutex);
+	e = this->origins->create_enumerator(this->origins);
+	while (e->enumerate(e, &o))
+	{
+		if (!origin_move(o, id, data, &inbound))
+		{
+			continue;
+		}
+		DBG1(DBG_IKE, "les: SA %.8x moved to %H - %H: the PEP of '%s' gets "
+			 "the keys of CHILD_SA %u again", ntohl(id->spi), data->new_src,
+			 data->new_dst, o->conn, o->child);
+		if (inbound)
+		{	/* a copy, as keys_lost() makes */
+			INIT(c,
+				.child = o->child,
+				.conn = strdup(o->conn),
+				.id = o->id,
+				.in = kept_clone(o->in, chunk_clone(o->in->blob)),
+			);
+			c->id.src = o->id.src->clone(o->id.src);
+			c->id.dst = o->id.dst->clone(o->id.dst);
+			fresh->insert_last(fresh, c);
+		}
+		else if (!conns->find_first(conns, linked_list_match_str, NULL,
+									o->conn))
+		{
+			conns->insert_last(conns, strdup(o->conn));
+		}
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+	/* the pep-origin-in SA first: the PEP's ACKs follow its keys */
+	while (fresh->remove_first(fresh, (void**)&c) == SUCCESS)
+	{
+		if (install_origin_in(c->in, c->id.spi))
+		{
+			if (!conns->find_first(conns, linked_list_match_str, NULL,
+								   c->conn))
+			{
+				conns->insert_last(conns, strdup(c->conn));
+			}
+		}
+		else if ((o = take_origin(this, c->child, c->conn)))
+		{
+			DBG1(DBG_IKE, "les: installing the pep-origin-in SA %.8x at %H "
+				 "failed: deleting the keys of CHILD_SA %u at the PEP of "
+				 "'%s'", ntohl(c->id.spi), c->id.dst, c->child, c->conn);
+			charon->kernel->del_sa(charon->kernel, &o->id, &del);
+			queue_delete(this, o->conn, o->child);
+			origin_destroy(o);
+		}
+		origin_destroy(c);
+	}
+	fresh->destroy(fresh);
+	while (conns->remove_first(conns, (void**)&conn) == SUCCESS)
+	{
+		queue_keys(this, conn, 0);
+		free(conn);
+	}
+	conns->destroy(conns);
+}
+
 METHOD(les_handover_t, child_updown, void,
 	private_les_handover_t *this, ike_sa_t *ike_sa, child_sa_t *child_sa,
 	linked_list_t *agreed, bool up)
@@ -912,6 +1082,7 @@ les_handover_t *les_handover_create(void)
 		.public = {
 			.sa_added = _sa_added,
 			.sa_deleted = _sa_deleted,
+			.sa_updated = _sa_updated,
 			.child_updown = _child_updown,
 			.request = _request,
 			.response = _response,

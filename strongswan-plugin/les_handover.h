@@ -30,6 +30,13 @@ struct les_handover_t {
 	void (*sa_deleted)(les_handover_t *this, kernel_ipsec_sa_id_t *id);
 
 	/*
+	 * An SA moved to new addresses (MOBIKE): the PEPs holding its keys
+	 * get them again with the new ones.
+	 */
+	void (*sa_updated)(les_handover_t *this, kernel_ipsec_sa_id_t *id,
+					   kernel_ipsec_update_sa_t *data);
+
+	/*
 	 * @child_sa of @ike_sa is up (@agreed: les_pep_t*, the PEPs agreed
 	 * for it) or down.
 	 */

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * charon uses the first kernel_ipsec_t registered; this plugin loads before
- * kernel-netlink and registers this one.  add_sa and del_sa tell the
- * listener of LES SAs (the PEPs' keys come from them); only add_sa changes
- * what passes:
+ * kernel-netlink and registers this one.  add_sa, update_sa and del_sa
+ * tell the listener of LES SAs (the PEPs' keys come from them); add_sa and
+ * update_sa (les_xfrm.c) change what passes:
  * kernel-netlink sends any encryption ID outside its AEAD table as a plain
  * cipher, so an LES SA must reach it as ENCR_AES_GCM_ICV16 with the blob as
  * its key (les.ko takes such SAs, esp4 could never).
@@ -11,6 +11,7 @@
 #include "les_kernel.h"
 #include "les_blob.h"
 #include "les_listener.h"
+#include "les_xfrm.h"
 
 #include <daemon.h>
 
@@ -117,7 +118,22 @@ METHOD(kernel_ipsec_t, update_sa, status_t,
 	private_les_kernel_t *this, kernel_ipsec_sa_id_t *id,
 	kernel_ipsec_update_sa_t *data)
 {
-	return this->inner->update_sa(this->inner, id, data);
+	status_t status = NOT_SUPPORTED;
+
+	/* an LES SA's own way (les_xfrm.c); IPComp is kernel-netlink's */
+	if (!data->cpi)
+	{
+		status = les_xfrm_update_sa(id, data);
+	}
+	if (status == NOT_SUPPORTED)
+	{
+		status = this->inner->update_sa(this->inner, id, data);
+	}
+	if (status == SUCCESS)
+	{
+		this->listener->sa_updated(this->listener, id, data);
+	}
+	return status;
 }
 
 METHOD(kernel_ipsec_t, query_sa, status_t,

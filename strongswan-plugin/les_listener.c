@@ -420,6 +420,13 @@ METHOD(les_listener_t, sa_deleted, void,
 	this->handover->sa_deleted(this->handover, id);
 }
 
+METHOD(les_listener_t, sa_updated, void,
+	private_les_listener_t *this, kernel_ipsec_sa_id_t *id,
+	kernel_ipsec_update_sa_t *data)
+{
+	this->handover->sa_updated(this->handover, id, data);
+}
+
 METHOD(les_listener_t, reload, void,
 	private_les_listener_t *this)
 {
@@ -454,6 +461,7 @@ les_listener_t *les_listener_create(void)
 			.peer_version = _peer_version,
 			.sa_added = _sa_added,
 			.sa_deleted = _sa_deleted,
+			.sa_updated = _sa_updated,
 			.reload = _reload,
 			.destroy = _destroy,
 		},

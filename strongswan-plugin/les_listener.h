@@ -28,6 +28,8 @@ struct les_listener_t {
 	void (*sa_added)(les_listener_t *this, kernel_ipsec_sa_id_t *id,
 					 kernel_ipsec_add_sa_t *data, chunk_t blob);
 	void (*sa_deleted)(les_listener_t *this, kernel_ipsec_sa_id_t *id);
+	void (*sa_updated)(les_listener_t *this, kernel_ipsec_sa_id_t *id,
+					   kernel_ipsec_update_sa_t *data);
 
 	/* strongswan.conf was reloaded. */
 	void (*reload)(les_listener_t *this);

@@ -289,6 +289,45 @@ static bool add_or_replace(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
 	return add_state(sa);
 }
 
+/*
+ * Removes the states of @peer's CHILD_SA that @msg, its keys sent again,
+ * does not name: those at addresses the SAs left (MOBIKE).
+ */
+static u_int remove_unnamed(private_les_pep_role_t *this, identification_t *peer,
+							les_keymsg_t *msg)
+{
+	enumerator_t *e, *m;
+	installed_t *s;
+	les_keymsg_sa_t *sa;
+	bool named;
+	u_int n = 0;
+
+	e = this->installed->create_enumerator(this->installed);
+	while (e->enumerate(e, &s))
+	{
+		if (!of_child(s, peer, msg->child))
+		{
+			continue;
+		}
+		named = FALSE;
+		m = msg->sas->create_enumerator(msg->sas);
+		while (!named && m->enumerate(m, &sa))
+		{
+			named = sa->spi == s->spi && sa->dst->ip_equals(sa->dst, s->dst);
+		}
+		m->destroy(m);
+		if (!named)
+		{
+			this->installed->remove_at(this->installed, e);
+			del_state(s->src, s->dst, s->spi);
+			installed_destroy(s);
+			n++;
+		}
+	}
+	e->destroy(e);
+	return n;
+}
+
 /* Installs @msg's states, all or none. */
 static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ike_sa,
 									  char *endpoint, les_keymsg_t *msg)
@@ -298,18 +337,24 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 	installed_t *s;
 	identification_t *peer = ike_sa->get_other_id(ike_sa);
 	uint32_t ike = ike_sa->get_unique_id(ike_sa);
-	u_int kept = 0;
+	u_int kept = 0, moved;
 
 	e = msg->sas->create_enumerator(msg->sas);
 	while (e->enumerate(e, &sa))
 	{
 		s = find_state(this, sa, peer, msg->child);
-		if (s)
+		if (s && s->src->ip_equals(s->src, sa->src))
 		{	/* sent again over a new IKE_SA: the state stays as it is, its
 			 * sequence counter and replay window with it */
 			s->ike = ike;
 			kept++;
 			continue;
+		}
+		if (s)
+		{	/* its source moved (MOBIKE): the new state replaces it */
+			this->installed->remove(this->installed, s, NULL);
+			del_state(s->src, s->dst, s->spi);
+			installed_destroy(s);
 		}
 		if (!add_or_replace(this, sa))
 		{
@@ -329,10 +374,11 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 		this->installed->insert_last(this->installed, s);
 	}
 	e->destroy(e);
-	if (kept)
+	moved = remove_unnamed(this, peer, msg);
+	if (kept || moved)
 	{
 		DBG1(DBG_IKE, "les pep: keys of CHILD_SA %u sent again: %u states "
-			 "kept", msg->child, kept);
+			 "kept, %u at addresses it left removed", msg->child, kept, moved);
 	}
 	return LES_KEYS_OK;
 }

@@ -380,6 +380,82 @@ def pep_policy(a):
              a.text()[mark_a:][-1500:] + m.text()[mark_m:][-1500:])
 
 
+def move_a(old, new):
+    """a's address on its link to m goes from old to new (MOBIKE: charon
+    sees it go and moves its IKE_SAs and CHILD_SAs)."""
+    sh("sysctl -qw net.ipv4.conf.all.promote_secondaries=1 "
+       "net.ipv4.conf.a-m.promote_secondaries=1", ns="a")
+    sh(f"ip addr add {new}/24 dev a-m", ns="a")
+    sh(f"ip addr del {old}/24 dev a-m", ns="a")
+    sh(f"ip route replace {ADDR['b']}/32 via {PEP_ADDR}", ns="a")
+    sh(f"ip route replace {INNER['b']}/32 via {PEP_ADDR} src {INNER['a']}", ns="a")
+    sh(f"ip route replace {new}/32 via {PEP_ADDRS['b']}", ns="b")
+
+
+def at(ns, spi):
+    """(src, dst) of namespace ns's states with SPI spi."""
+    return sorted((s["src"], s["dst"]) for s in states(ns) if s["spi"] == spi)
+
+
+def mobike(a):
+    """a's address changes (MOBIKE, RFC 4555): charon moves the CHILD_SA's
+    LES SAs, a installs its pep-origin-in SA again at the new address
+    (les.ko deleted it with the inbound SA it was bound to), and m gets
+    the keys again, moved, in place of those at the old address; m reads
+    the tunnel's packets at the new address.  Then back again."""
+    m = PEP_CHARON[-1]
+    new = "10.0.1.3"
+    m.configure_pep(append=True, addrs=(ADDR["a"], new, ADDR["b"]))
+    m.swanctl("--reload-settings")
+    lesctl = f"{REPO}/tools/lesctl/lesctl"
+    hook = json.loads(sh(f"{lesctl} -j pep show", ns="m").stdout)["hook"]
+    sh(f"{lesctl} pep set hook on", ns="m")
+    sa = []
+
+    def settled():
+        """The rekeyed CHILD_SAs' SAs gone (delete_rekeyed_delay)."""
+        sa[:] = states("a")
+        return ([role(s) for s in sa].count(ROLE_ENDPOINT) == 2 and
+                [role(s) for s in sa].count(ROLE_ORIGIN_IN) == 1)
+    if not T.ok(wait_for(settled, 30, 0.5),
+                "ike: before the move, a holds its two endpoint SAs and a pep-origin-in SA",
+                [(hex(s["spi"]), role(s)) for s in sa]):
+        return
+    ins = [s for s in sa if role(s) == ROLE_ORIGIN_IN]
+    les_a = [s for s in sa if role(s) == ROLE_ENDPOINT]
+    spi_in = [s["spi"] for s in les_a if s["dst"] == ADDR["a"]][0]
+    spi_out = [s["spi"] for s in les_a if s["src"] == ADDR["a"]][0]
+    spi_origin = ins[0]["spi"]
+    for old, cur, what in ((ADDR["a"], new, "to a new address"),
+                           (new, ADDR["a"], "back")):
+        mark_a, mark_m = len(a.text()), len(m.text())
+        move_a(old, cur)
+        want = {"a": {spi_in: [(ADDR["b"], cur)], spi_out: [(cur, ADDR["b"])],
+                      spi_origin: [(ADDR["b"], cur)]},
+                "m": {spi_in: [(ADDR["b"], cur)], spi_out: [(cur, ADDR["b"])],
+                      spi_origin: [(ADDR["b"], cur)]}}
+        moved = wait_for(lambda: all(at(ns, x) == w for ns in "am"
+                                     for x, w in want[ns].items()) and
+                         len(states("m")) == 3, 30, 0.5)
+        T.ok(moved and "les: PEP 'm.pep.les' took the keys of CHILD_SA" in a.text()[mark_a:],
+             f"ike: a moves {what} (MOBIKE): its LES SAs and pep-origin-in SA at {cur}, "
+             "under their SPIs, and m's three states with them, nothing at the old address",
+             {"a": [(hex(s["spi"]), role(s), s["src"], s["dst"]) for s in states("a")],
+              "m": [(hex(s["spi"]), role(s), s["src"], s["dst"]) for s in states("m")],
+              "log a": a.text()[mark_a:][-2500:], "log m": m.text()[mark_m:][-1500:]})
+        before = counters("m")
+        T.run(f"ike: after the move {what}, 100 kB through the tunnel arrive intact",
+              tcp_through, 100000, 5303)
+        d = delta(before, counters("m"))
+        T.ok(d.get("LesPepOpened", 0) > 20 and not d.get("LesPepNoKey") and
+             not d.get("LesPepAuthFailed"),
+             f"ike: after the move {what}, m opens the tunnel's packets with the moved keys",
+             d)
+    sh(f"{lesctl} pep set hook {'on' if hook in (True, 'on') else 'off'}", ns="m")
+    m.configure_pep(append=True)
+    m.swanctl("--reload-settings")
+
+
 def pep_engine():
     """m's engine settings from its strongswan.conf (les.pep.engine), set at
     each swanctl --reload-settings; a bad value sets nothing."""
@@ -499,6 +575,7 @@ def les_tunnel(a, b):
           "a": [(hex(s["spi"]), role(s)) for s in states("a")]})
 
     pep_policy(a)
+    mobike(a)
 
     blobs = [s["key"] for ns in "am" for s in states(ns) if role(s)]
     blobs += [s["key"] for s in les_a]
