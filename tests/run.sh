@@ -120,7 +120,8 @@ fi
 # everything on every kernel (docs/testing.md).
 if [ -n "${FULL:-}" ]; then
 	: "${LES_ONLY=}" "${LES_ACCEL_ONLY=}" "${LES_CONFIGS=}" "${LES_PARTS=}"
-	export LES_IDLE_FLOWS=${LES_IDLE_FLOWS:-10000}
+	# and the long form of the engine's scenarios (accel idle flows, hop outage)
+	export LES_FULL=1
 fi
 # One mode configuration of each kind: transport and tunnel, both families
 # and across them, ESN, NAT-T, the jumbo MTU (tunnel v4-in-v4).

@@ -17,7 +17,7 @@ checked by hash: whatever happens to the engine, no byte is lost.
   the keys still read the ACKs for what is held until it is delivered,
   then are let go;
 * 50 connections at once, each through the engine;
-* the hop down for the idle timeout plus 30 s mid-download: the hub keeps
+* the hop down for the idle timeout plus 6 s (FULL=1: 30) mid-download: the hub keeps
   what it ACKed early and delivers it once the hop is back;
 * 1,000 connections (10,000 with FULL=1) accelerated, then idle: the tick
   times none of them, and holds its lock under 1 ms;
@@ -63,6 +63,8 @@ import timing  # noqa: E402
 from lesvm import wait_for  # noqa: E402
 
 PEPS = ("hpep", "rpep")
+# make check FULL=1: the long form of scenarios make check runs short.
+FULL = bool(os.environ.get("LES_FULL"))
 
 
 def stats(n):
@@ -1160,18 +1162,19 @@ def lost_resend(T, prof, sums):
 
 def hop_outage(T, prof, sums):
     """The hop down (every packet lost, both ways) for the flow table's
-    idle timeout plus 30 s, 3 s into a 10 MB download.  A flow holding data
-    ACKed early is not idle (docs/pep.md 3): the hub keeps it and its
-    copies through the outage, its timer resends them once the hop is
-    back, and all 10 MB arrive intact; nothing ACKed early is lost."""
-    idle = 5
+    idle timeout (2 s) plus 6 s (FULL=1: 5 s plus 30), 3 s into a 10 MB
+    download.  A flow holding data ACKed early is not idle (docs/pep.md 3):
+    the hub keeps it and its copies through the outage, its timer resends
+    them once the hop is back, and all 10 MB arrive intact; nothing ACKed
+    early is lost."""
+    idle, extra = (5, 30) if FULL else (2, 6)
     tb.Mode("les-pep", prof)
     before = {n: stats(n) for n in PEPS}
     seen = {}
 
     def outage():
         tb.hop_up(prof, "loss random 100%")
-        time.sleep(idle + 30)
+        time.sleep(idle + extra)
         seen.update(held=held("hpep"), flows=hub_flows())
         tb.hop_up(prof)
         return True
@@ -1184,13 +1187,13 @@ def hop_outage(T, prof, sums):
         for n in PEPS:
             tb.sh(f"{tb.LESCTL} pep set idle-timeout 300", n, check=False)
     d = {n: delta(before[n], stats(n)) for n in PEPS}
-    print(f"# hop outage: {idle + 30} s down, the hub held {seen.get('held')} bytes at its "
+    print(f"# hop outage: {idle + extra} s down, the hub held {seen.get('held')} bytes at its "
           f"end; 10 MB in {res.get('total')} s; hub {d['hpep']}", flush=True)
     T.ok(res.get("status") == "ok" and seen.get("held", 0) > 0 and
          d["hpep"].get("LesAccelEarlyAckedBytes", 0) >= 10 ** 7 and
          f" held {seen['held']}" in seen.get("flows", "") and
          not any(d[n].get("LesAccelLost") for n in PEPS),
-         f"the hop down for the idle timeout ({idle} s) plus 30 s mid-download: the hub keeps "
+         f"the hop down for the idle timeout ({idle} s) plus {extra} s mid-download: the hub keeps "
          "the flow and what it ACKed early, and the 10 MB arrive intact (LesAccelLost 0)",
          {"fetch": res, "seen": seen, "peps": d})
 
@@ -1552,7 +1555,7 @@ def idle_flows(T, prof, sums):
     stays under a millisecond, however many there are (docs/accel.md, the
     model); a 1 MB fetch meanwhile arrives intact, and every idle
     connection is still open at the end."""
-    n = int(os.environ.get("LES_IDLE_FLOWS") or 1000)
+    n = int(os.environ.get("LES_IDLE_FLOWS") or (10000 if FULL else 1000))
     port = 5301
     tb.Mode("les-pep", prof)
     before = {p: stats(p) for p in PEPS}
