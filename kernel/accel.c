@@ -464,7 +464,9 @@ static bool les_accel_flow_timed(const struct les_accel_flow *af)
 /*
  * The flows the tick has no work for are looked at LES_ACCEL_SWEEP at a
  * time, in turn, for keys that went: an idle flow lets go of a deleted SA
- * within seconds, and the tick's time does not grow with idle flows.
+ * within seconds, and the tick's time does not grow with idle flows.  One
+ * whose timers a packet the engine did not take armed (the receiver's
+ * window, seen by the flow table alone) is timed from then on.
  */
 static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
 {
@@ -476,8 +478,10 @@ static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
 	while (n-- && !list_empty(&an->flows)) {
 		af = list_first_entry(&an->flows, struct les_accel_flow, node);
 		list_move_tail(&af->node, &an->flows);
-		if (list_empty(&af->timed))
-			les_drain_flow(pn, af, now);
+		if (!list_empty(&af->timed) || les_drain_flow(pn, af, now))
+			continue;
+		if (les_accel_flow_timed(af))
+			list_add_tail(&af->timed, &an->timed);
 	}
 }
 

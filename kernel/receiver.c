@@ -214,13 +214,16 @@ static void les_rcv_probe_make_due(struct les_pep_net *pn,
 		list_add_tail(&af->ack_node, &pn->accel.ack_due);
 }
 
-/* Data came off the hop, and no update probe since it stopped says more. */
+/*
+ * Data came off the hop, and no update probe since it stopped says more
+ * (nor could one go: no PEP-origin SA to send it on).
+ */
 static bool les_rcv_update_armed(const struct les_accel_flow *af,
 				 unsigned int s)
 {
 	const struct les_accel_dir *d = &af->dir[s];
 
-	return d->update_since && !af->flow->side[s].fin &&
+	return d->update_since && d->probe_origin && !af->flow->side[s].fin &&
 	       d->update_probes < LES_RCV_UPDATE_PROBES &&
 	       after(les_side_edge(&af->flow->side[!s]), d->hop_end);
 }
