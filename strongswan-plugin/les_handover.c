@@ -247,6 +247,23 @@ static void host_move(host_t **h, host_t *to)
 	*h = to->clone(to);
 }
 
+/* Host selectors of @from in @list go to @to. */
+static void ts_move(linked_list_t *list, host_t *from, host_t *to)
+{
+	enumerator_t *e;
+	traffic_selector_t *ts;
+
+	e = list->create_enumerator(list);
+	while (e->enumerate(e, &ts))
+	{
+		if (ts->is_host(ts, from))
+		{
+			ts->set_address(ts, to);
+		}
+	}
+	e->destroy(e);
+}
+
 /* A state of the key message moved with the SA it reads (MOBIKE). */
 static void keymsg_sa_move(les_keymsg_sa_t *sa, kernel_ipsec_update_sa_t *data)
 {
@@ -296,10 +313,17 @@ static bool origin_move(origin_t *o, kernel_ipsec_sa_id_t *id,
 		o->attempts = 0;
 	}
 	if (moved && *inbound)
-	{
+	{	/* its selectors too, if of its hosts (transport mode), and its
+		 * reqid, as charon moves the inbound SA's */
+		ts_move(o->in->src_ts, o->in->src, data->new_src);
+		ts_move(o->in->dst_ts, o->in->dst, data->new_dst);
 		host_move(&o->in->src, data->new_src);
 		host_move(&o->in->dst, data->new_dst);
 		o->in->encap = data->new_encap;
+		if (data->new_reqid)
+		{
+			o->in->reqid = data->new_reqid;
+		}
 		host_move(&o->id.src, data->new_src);
 		host_move(&o->id.dst, data->new_dst);
 	}
@@ -757,6 +781,7 @@ METHOD(les_handover_t, sa_updated, void,
 	kernel_ipsec_del_sa_t del = {};
 	enumerator_t *e;
 	origin_t *o, *c;
+	host_t *was_src, *was_dst;
 	char *conn;
 	bool inbound;
 
@@ -764,36 +789,49 @@ METHOD(les_handover_t, sa_updated, void,
 	e = this->origins->create_enumerator(this->origins);
 	while (e->enumerate(e, &o))
 	{
+		was_src = o->id.src->clone(o->id.src);
+		was_dst = o->id.dst->clone(o->id.dst);
 		if (!origin_move(o, id, data, &inbound))
 		{
+			was_src->destroy(was_src);
+			was_dst->destroy(was_dst);
 			continue;
 		}
 		DBG1(DBG_IKE, "les: SA %.8x moved to %H - %H: the PEP of '%s' gets "
 			 "the keys of CHILD_SA %u again", ntohl(id->spi), data->new_src,
 			 data->new_dst, o->conn, o->child);
 		if (inbound)
-		{	/* a copy, as keys_lost() makes */
+		{	/* a copy, as keys_lost() makes: .in where it goes, .id
+			 * where it was */
 			INIT(c,
 				.child = o->child,
 				.conn = strdup(o->conn),
 				.id = o->id,
 				.in = kept_clone(o->in, chunk_clone(o->in->blob)),
 			);
-			c->id.src = o->id.src->clone(o->id.src);
-			c->id.dst = o->id.dst->clone(o->id.dst);
+			c->id.src = was_src;
+			c->id.dst = was_dst;
 			fresh->insert_last(fresh, c);
+			continue;
 		}
-		else if (!conns->find_first(conns, linked_list_match_str, NULL,
-									o->conn))
+		was_src->destroy(was_src);
+		was_dst->destroy(was_dst);
+		if (!conns->find_first(conns, linked_list_match_str, NULL, o->conn))
 		{
 			conns->insert_last(conns, strdup(o->conn));
 		}
 	}
 	e->destroy(e);
 	this->mutex->unlock(this->mutex);
-	/* the pep-origin-in SA first: the PEP's ACKs follow its keys */
+	/*
+	 * The pep-origin-in SA first: the PEP's ACKs follow its keys.  les.ko
+	 * deletes the old one only once the inbound SA it is bound to is
+	 * destroyed, after xfrm's grace period: where its address did not
+	 * change (the peer moved) it would still be in the new one's place.
+	 */
 	while (fresh->remove_first(fresh, (void**)&c) == SUCCESS)
 	{
+		charon->kernel->del_sa(charon->kernel, &c->id, &del);
 		if (install_origin_in(c->in, c->id.spi))
 		{
 			if (!conns->find_first(conns, linked_list_match_str, NULL,
@@ -806,7 +844,7 @@ METHOD(les_handover_t, sa_updated, void,
 		{
 			DBG1(DBG_IKE, "les: installing the pep-origin-in SA %.8x at %H "
 				 "failed: deleting the keys of CHILD_SA %u at the PEP of "
-				 "'%s'", ntohl(c->id.spi), c->id.dst, c->child, c->conn);
+				 "'%s'", ntohl(c->id.spi), c->in->dst, c->child, c->conn);
 			charon->kernel->del_sa(charon->kernel, &o->id, &del);
 			queue_delete(this, o->conn, o->child);
 			origin_destroy(o);

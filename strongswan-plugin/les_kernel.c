@@ -118,16 +118,28 @@ METHOD(kernel_ipsec_t, update_sa, status_t,
 	private_les_kernel_t *this, kernel_ipsec_sa_id_t *id,
 	kernel_ipsec_update_sa_t *data)
 {
-	status_t status = NOT_SUPPORTED;
+	kernel_ipsec_update_sa_t esp = *data;
+	status_t status;
 
-	/* an LES SA's own way (les_xfrm.c); IPComp is kernel-netlink's */
-	if (!data->cpi)
-	{
-		status = les_xfrm_update_sa(id, data);
+	if (data->cpi)
+	{	/* the IPComp SA first, as kernel-netlink moves it */
+		kernel_ipsec_sa_id_t ipcomp_id = *id;
+		kernel_ipsec_update_sa_t ipcomp = {
+			.new_src = data->new_src,
+			.new_dst = data->new_dst,
+			.new_reqid = data->new_reqid,
+		};
+
+		ipcomp_id.spi = htonl(ntohs(data->cpi));
+		ipcomp_id.proto = IPPROTO_COMP;
+		this->inner->update_sa(this->inner, &ipcomp_id, &ipcomp);
+		esp.cpi = 0;
 	}
+	/* an LES SA its own way (les_xfrm.c), any other kernel-netlink's */
+	status = les_xfrm_update_sa(id, &esp);
 	if (status == NOT_SUPPORTED)
 	{
-		status = this->inner->update_sa(this->inner, id, data);
+		status = this->inner->update_sa(this->inner, id, &esp);
 	}
 	if (status == SUCCESS)
 	{

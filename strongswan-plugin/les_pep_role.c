@@ -51,6 +51,8 @@ typedef struct {
 	uint32_t child;
 	uint32_t spi;
 	host_t *src, *dst;
+	/* UDP encapsulation's ports, 0 without */
+	uint16_t encap_sport, encap_dport;
 } installed_t;
 
 static void installed_destroy(installed_t *s)
@@ -169,6 +171,15 @@ static void del_state(host_t *src, host_t *dst, uint32_t spi)
 	charon->kernel->del_sa(charon->kernel, &id, &del);
 }
 
+/* Deletes state @s, where @e stands in the installed list. */
+static void forget(private_les_pep_role_t *this, enumerator_t *e,
+				   installed_t *s)
+{
+	this->installed->remove_at(this->installed, e);
+	del_state(s->src, s->dst, s->spi);
+	installed_destroy(s);
+}
+
 /*
  * Removes the states of @peer's CHILD_SA @child, over any IKE_SA; or, with
  * @peer NULL, all that came over IKE_SA @ike.
@@ -185,9 +196,7 @@ static u_int remove_states(private_les_pep_role_t *this, uint32_t ike,
 	{
 		if (peer ? of_child(s, peer, child) : s->ike == ike)
 		{
-			this->installed->remove_at(this->installed, e);
-			del_state(s->src, s->dst, s->spi);
-			installed_destroy(s);
+			forget(this, e, s);
 			n++;
 		}
 	}
@@ -289,6 +298,17 @@ static bool add_or_replace(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
 	return add_state(sa);
 }
 
+/* linked_list_match_t: whether @item, a state of a key message, is the
+ * installed_t given (the same dst and SPI). */
+static bool is_state(void *item, va_list args)
+{
+	les_keymsg_sa_t *sa = item;
+	installed_t *s;
+
+	VA_ARGS_VGET(args, s);
+	return sa->spi == s->spi && sa->dst->ip_equals(sa->dst, s->dst);
+}
+
 /*
  * Removes the states of @peer's CHILD_SA that @msg, its keys sent again,
  * does not name: those at addresses the SAs left (MOBIKE).
@@ -296,31 +316,17 @@ static bool add_or_replace(private_les_pep_role_t *this, les_keymsg_sa_t *sa)
 static u_int remove_unnamed(private_les_pep_role_t *this, identification_t *peer,
 							les_keymsg_t *msg)
 {
-	enumerator_t *e, *m;
+	enumerator_t *e;
 	installed_t *s;
-	les_keymsg_sa_t *sa;
-	bool named;
 	u_int n = 0;
 
 	e = this->installed->create_enumerator(this->installed);
 	while (e->enumerate(e, &s))
 	{
-		if (!of_child(s, peer, msg->child))
+		if (of_child(s, peer, msg->child) &&
+			!msg->sas->find_first(msg->sas, is_state, NULL, s))
 		{
-			continue;
-		}
-		named = FALSE;
-		m = msg->sas->create_enumerator(msg->sas);
-		while (!named && m->enumerate(m, &sa))
-		{
-			named = sa->spi == s->spi && sa->dst->ip_equals(sa->dst, s->dst);
-		}
-		m->destroy(m);
-		if (!named)
-		{
-			this->installed->remove_at(this->installed, e);
-			del_state(s->src, s->dst, s->spi);
-			installed_destroy(s);
+			forget(this, e, s);
 			n++;
 		}
 	}
@@ -343,7 +349,9 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 	while (e->enumerate(e, &sa))
 	{
 		s = find_state(this, sa, peer, msg->child);
-		if (s && s->src->ip_equals(s->src, sa->src))
+		if (s && s->src->ip_equals(s->src, sa->src) &&
+			s->encap_sport == sa->encap_sport &&
+			s->encap_dport == sa->encap_dport)
 		{	/* sent again over a new IKE_SA: the state stays as it is, its
 			 * sequence counter and replay window with it */
 			s->ike = ike;
@@ -351,7 +359,8 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 			continue;
 		}
 		if (s)
-		{	/* its source moved (MOBIKE): the new state replaces it */
+		{	/* its source or ports moved (MOBIKE): the new state
+			 * replaces it */
 			this->installed->remove(this->installed, s, NULL);
 			del_state(s->src, s->dst, s->spi);
 			installed_destroy(s);
@@ -370,6 +379,8 @@ static enum les_keymsg_status install(private_les_pep_role_t *this, ike_sa_t *ik
 			.spi = sa->spi,
 			.src = sa->src->clone(sa->src),
 			.dst = sa->dst->clone(sa->dst),
+			.encap_sport = sa->encap_sport,
+			.encap_dport = sa->encap_dport,
 		);
 		this->installed->insert_last(this->installed, s);
 	}

@@ -95,31 +95,38 @@ static int talk(int fd, les_xfrm_msg_t *req, les_xfrm_msg_t *reply)
 	struct nlmsghdr *nlh;
 	ssize_t len;
 
+	int err = 0;
+
 	if (send(fd, req->buf, req->nlh.nlmsg_len, 0) < 0)
 	{
 		return -errno;
 	}
+	/* a dump holds the blob, and an error the request that had it */
 	len = recv(fd, in.buf, sizeof(in.buf), 0);
+	nlh = &in.nlh;
 	if (len < 0)
 	{
-		return -errno;
+		err = -errno;
 	}
-	nlh = &in.nlh;
-	if (!NLMSG_OK(nlh, len))
+	else if (!NLMSG_OK(nlh, len))
 	{
-		return -EBADMSG;
+		err = -EBADMSG;
 	}
-	if (nlh->nlmsg_type == NLMSG_ERROR)
+	else if (nlh->nlmsg_type == NLMSG_ERROR)
 	{
-		return nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
-			   ((struct nlmsgerr*)NLMSG_DATA(nlh))->error : -EBADMSG;
+		err = nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
+			  ((struct nlmsgerr*)NLMSG_DATA(nlh))->error : -EBADMSG;
 	}
-	if (!reply || nlh->nlmsg_len > sizeof(reply->buf))
+	else if (!reply || nlh->nlmsg_len > sizeof(reply->buf))
 	{
-		return -EBADMSG;
+		err = -EBADMSG;
 	}
-	memcpy(reply->buf, in.buf, nlh->nlmsg_len);
-	return 0;
+	else
+	{
+		memcpy(reply->buf, in.buf, nlh->nlmsg_len);
+	}
+	memwipe(in.buf, sizeof(in.buf));
+	return err;
 }
 
 /* The attributes after the SA's info in @m, and their length. */
@@ -158,18 +165,36 @@ static bool is_les(les_xfrm_msg_t *m)
 	return FALSE;
 }
 
-/* A host selector (transport mode's) moves with its host. */
-static void sel_move(xfrm_address_t *a, uint8_t *prefixlen, uint16_t *family,
-					 host_t *from, host_t *to)
+/* Whether a selector's address is @host's, alone. */
+static bool sel_is(struct xfrm_selector *sel, xfrm_address_t *a,
+				   uint8_t prefixlen, host_t *host)
 {
-	chunk_t old = from->get_address(from);
+	chunk_t h = host->get_address(host);
 
-	if (*family == from->get_family(from) && *prefixlen == old.len * 8 &&
-		memeq(a, old.ptr, old.len))
+	return sel->family == host->get_family(host) && prefixlen == h.len * 8 &&
+		   memeq(a, h.ptr, h.len);
+}
+
+/* Host selectors (transport mode's) move with their hosts. */
+static void sel_move(struct xfrm_selector *sel, kernel_ipsec_sa_id_t *id,
+					 kernel_ipsec_update_sa_t *data)
+{
+	bool src = sel_is(sel, &sel->saddr, sel->prefixlen_s, id->src);
+	bool dst = sel_is(sel, &sel->daddr, sel->prefixlen_d, id->dst);
+
+	if (src)
 	{
-		addr_put(a, to);
-		*prefixlen = to->get_address(to).len * 8;
-		*family = to->get_family(to);
+		addr_put(&sel->saddr, data->new_src);
+		sel->prefixlen_s = data->new_src->get_address(data->new_src).len * 8;
+	}
+	if (dst)
+	{
+		addr_put(&sel->daddr, data->new_dst);
+		sel->prefixlen_d = data->new_dst->get_address(data->new_dst).len * 8;
+	}
+	if (src || dst)
+	{
+		sel->family = data->new_dst->get_family(data->new_dst);
 	}
 }
 
@@ -191,10 +216,11 @@ static bool moved_sa(les_xfrm_msg_t *m, les_xfrm_msg_t *old,
 	info->family = data->new_dst->get_family(data->new_dst);
 	addr_put(&info->saddr, data->new_src);
 	addr_put(&info->id.daddr, data->new_dst);
-	sel_move(&info->sel.saddr, &info->sel.prefixlen_s, &info->sel.family,
-			 id->src, data->new_src);
-	sel_move(&info->sel.daddr, &info->sel.prefixlen_d, &info->sel.family,
-			 id->dst, data->new_dst);
+	sel_move(&info->sel, id, data);
+	if (data->new_reqid)
+	{
+		info->reqid = data->new_reqid;
+	}
 
 	for (rta = sa_attrs(old, &len); RTA_OK(rta, len); rta = RTA_NEXT(rta, len))
 	{
@@ -215,12 +241,20 @@ static bool moved_sa(les_xfrm_msg_t *m, les_xfrm_msg_t *old,
 			case XFRMA_LASTUSED:
 			case XFRMA_OFFLOAD_DEV:
 				continue;
+			case XFRMA_MTIMER_THRESH:
+				/* of encapsulation only */
+				if (!data->new_encap)
+				{
+					continue;
+				}
+				/* fall through */
 			default:
 				if (!attr_put(m, rta->rta_type, RTA_DATA(rta),
 							  RTA_PAYLOAD(rta)))
 				{
 					return FALSE;
 				}
+				break;
 		}
 	}
 	if (!encap && data->new_encap)

@@ -380,16 +380,17 @@ def pep_policy(a):
              a.text()[mark_a:][-1500:] + m.text()[mark_m:][-1500:])
 
 
-def move_a(old, new):
-    """a's address on its link to m goes from old to new (MOBIKE: charon
-    sees it go and moves its IKE_SAs and CHILD_SAs)."""
-    sh("sysctl -qw net.ipv4.conf.all.promote_secondaries=1 "
-       "net.ipv4.conf.a-m.promote_secondaries=1", ns="a")
-    sh(f"ip addr add {new}/24 dev a-m", ns="a")
-    sh(f"ip addr del {old}/24 dev a-m", ns="a")
-    sh(f"ip route replace {ADDR['b']}/32 via {PEP_ADDR}", ns="a")
-    sh(f"ip route replace {INNER['b']}/32 via {PEP_ADDR} src {INNER['a']}", ns="a")
-    sh(f"ip route replace {new}/32 via {PEP_ADDRS['b']}", ns="b")
+def move(ns, old, new):
+    """ns's (a's or b's) address on its link to m goes from old to new
+    (MOBIKE: charon sees it go, and moves the IKE_SAs and CHILD_SAs)."""
+    peer, dev = ("b", "a-m") if ns == "a" else ("a", "b-m")
+    sh(f"sysctl -qw net.ipv4.conf.all.promote_secondaries=1 "
+       f"net.ipv4.conf.{dev}.promote_secondaries=1", ns=ns)
+    sh(f"ip addr add {new}/24 dev {dev}", ns=ns)
+    sh(f"ip addr del {old}/24 dev {dev}", ns=ns)
+    sh(f"ip route replace {ADDR[peer]}/32 via {PEP_ADDRS[ns]}", ns=ns)
+    sh(f"ip route replace {INNER[peer]}/32 via {PEP_ADDRS[ns]} src {INNER[ns]}", ns=ns)
+    sh(f"ip route replace {new}/32 via {PEP_ADDRS[peer]}", ns=peer)
 
 
 def at(ns, spi):
@@ -402,10 +403,12 @@ def mobike(a):
     LES SAs, a installs its pep-origin-in SA again at the new address
     (les.ko deleted it with the inbound SA it was bound to), and m gets
     the keys again, moved, in place of those at the old address; m reads
-    the tunnel's packets at the new address.  Then back again."""
+    the tunnel's packets at the new address.  Then back again; then b's
+    address changes, and back (a's inbound SA and pep-origin-in SA keep
+    their address: the new one takes the old one's place)."""
     m = PEP_CHARON[-1]
-    new = "10.0.1.3"
-    m.configure_pep(append=True, addrs=(ADDR["a"], new, ADDR["b"]))
+    new = {"a": "10.0.1.3", "b": "10.0.2.3"}
+    m.configure_pep(append=True, addrs=(ADDR["a"], new["a"], ADDR["b"], new["b"]))
     m.swanctl("--reload-settings")
     lesctl = f"{REPO}/tools/lesctl/lesctl"
     hook = json.loads(sh(f"{lesctl} -j pep show", ns="m").stdout)["hook"]
@@ -426,30 +429,32 @@ def mobike(a):
     spi_in = [s["spi"] for s in les_a if s["dst"] == ADDR["a"]][0]
     spi_out = [s["spi"] for s in les_a if s["src"] == ADDR["a"]][0]
     spi_origin = ins[0]["spi"]
-    for old, cur, what in ((ADDR["a"], new, "to a new address"),
-                           (new, ADDR["a"], "back")):
+    cur = dict(ADDR)
+    for who, to, what in (("a", new["a"], "a moves to a new address"),
+                          ("a", ADDR["a"], "a moves back"),
+                          ("b", new["b"], "b moves to a new address"),
+                          ("b", ADDR["b"], "b moves back")):
         mark_a, mark_m = len(a.text()), len(m.text())
-        move_a(old, cur)
-        want = {"a": {spi_in: [(ADDR["b"], cur)], spi_out: [(cur, ADDR["b"])],
-                      spi_origin: [(ADDR["b"], cur)]},
-                "m": {spi_in: [(ADDR["b"], cur)], spi_out: [(cur, ADDR["b"])],
-                      spi_origin: [(ADDR["b"], cur)]}}
+        move(who, cur[who], to)
+        cur[who] = to
+        A, B = cur["a"], cur["b"]
+        want = {spi_in: [(B, A)], spi_out: [(A, B)], spi_origin: [(B, A)]}
         moved = wait_for(lambda: all(at(ns, x) == w for ns in "am"
-                                     for x, w in want[ns].items()) and
+                                     for x, w in want.items()) and
                          len(states("m")) == 3, 30, 0.5)
         T.ok(moved and "les: PEP 'm.pep.les' took the keys of CHILD_SA" in a.text()[mark_a:],
-             f"ike: a moves {what} (MOBIKE): its LES SAs and pep-origin-in SA at {cur}, "
+             f"ike: {what} (MOBIKE): a's LES SAs and pep-origin-in SA at {A} - {B}, "
              "under their SPIs, and m's three states with them, nothing at the old address",
              {"a": [(hex(s["spi"]), role(s), s["src"], s["dst"]) for s in states("a")],
               "m": [(hex(s["spi"]), role(s), s["src"], s["dst"]) for s in states("m")],
               "log a": a.text()[mark_a:][-2500:], "log m": m.text()[mark_m:][-1500:]})
         before = counters("m")
-        T.run(f"ike: after the move {what}, 100 kB through the tunnel arrive intact",
+        T.run(f"ike: {what}: 100 kB through the tunnel arrive intact",
               tcp_through, 100000, 5303)
         d = delta(before, counters("m"))
         T.ok(d.get("LesPepOpened", 0) > 20 and not d.get("LesPepNoKey") and
              not d.get("LesPepAuthFailed"),
-             f"ike: after the move {what}, m opens the tunnel's packets with the moved keys",
+             f"ike: {what}: m opens the tunnel's packets with the moved keys",
              d)
     sh(f"{lesctl} pep set hook {'on' if hook in (True, 'on') else 'off'}", ns="m")
     m.configure_pep(append=True)
