@@ -48,6 +48,13 @@ struct private_les_handover_t {
 	hashtable_t *waiting;
 
 	mutex_t *mutex;
+
+	/*
+	 * Held across the kernel calls that put a pep-origin-in SA anew (a
+	 * move, a lost IKE_SA to the PEP), never with @mutex held: one at a
+	 * time, each from a copy it checks is still the origin's place.
+	 */
+	mutex_t *origin_lock;
 };
 
 /* An LES endpoint SA, as installed. */
@@ -743,6 +750,27 @@ static void child_down(private_les_handover_t *this, ike_sa_t *ike_sa,
 	gone->destroy(gone);
 }
 
+/* Whether the origin @c copies is still where @c has it. */
+static bool origin_at(private_les_handover_t *this, origin_t *c)
+{
+	enumerator_t *e;
+	origin_t *o;
+	bool at = FALSE;
+
+	this->mutex->lock(this->mutex);
+	e = this->origins->create_enumerator(this->origins);
+	while (!at && e->enumerate(e, &o))
+	{
+		at = o->child == c->child && streq(o->conn, c->conn) &&
+			 o->id.spi == c->id.spi &&
+			 o->id.src->ip_equals(o->id.src, c->id.src) &&
+			 o->id.dst->ip_equals(o->id.dst, c->id.dst);
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+	return at;
+}
+
 /* Removes and returns the origin of CHILD_SA @child for @conn, or NULL. */
 static origin_t *take_origin(private_les_handover_t *this, uint32_t child,
 							 const char *conn)
@@ -783,7 +811,7 @@ METHOD(les_handover_t, sa_updated, void,
 	origin_t *o, *c;
 	host_t *was_src, *was_dst;
 	char *conn;
-	bool inbound;
+	bool inbound, installed;
 
 	this->mutex->lock(this->mutex);
 	e = this->origins->create_enumerator(this->origins);
@@ -831,8 +859,11 @@ METHOD(les_handover_t, sa_updated, void,
 	 */
 	while (fresh->remove_first(fresh, (void**)&c) == SUCCESS)
 	{
+		this->origin_lock->lock(this->origin_lock);
 		charon->kernel->del_sa(charon->kernel, &c->id, &del);
-		if (install_origin_in(c->in, c->id.spi))
+		installed = install_origin_in(c->in, c->id.spi);
+		this->origin_lock->unlock(this->origin_lock);
+		if (installed)
 		{
 			if (!conns->find_first(conns, linked_list_match_str, NULL,
 								   c->conn))
@@ -845,7 +876,6 @@ METHOD(les_handover_t, sa_updated, void,
 			DBG1(DBG_IKE, "les: installing the pep-origin-in SA %.8x at %H "
 				 "failed: deleting the keys of CHILD_SA %u at the PEP of "
 				 "'%s'", ntohl(c->id.spi), c->in->dst, c->child, c->conn);
-			charon->kernel->del_sa(charon->kernel, &o->id, &del);
 			queue_delete(this, o->conn, o->child);
 			origin_destroy(o);
 		}
@@ -1012,6 +1042,8 @@ static linked_list_t *keys_lost(private_les_handover_t *this, uint32_t ike,
 			conns->insert_last(conns, strdup(o->conn));
 		}
 		INIT(c,
+			.child = o->child,
+			.conn = strdup(o->conn),
 			.id = o->id,
 			.in = kept_clone(o->in, chunk_clone(o->in->blob)),
 		);
@@ -1054,12 +1086,17 @@ METHOD(les_handover_t, ike_gone, void,
 	 */
 	while (fresh->remove_first(fresh, (void**)&o) == SUCCESS)
 	{
-		charon->kernel->del_sa(charon->kernel, &o->id, &del);
-		if (!install_origin_in(o->in, o->id.spi))
+		this->origin_lock->lock(this->origin_lock);
+		/* not if its SA moved meanwhile (MOBIKE): that put it anew */
+		if (origin_at(this, o))
 		{
-			DBG1(DBG_IKE, "les: installing a pep-origin-in SA again failed");
+			charon->kernel->del_sa(charon->kernel, &o->id, &del);
+			if (!install_origin_in(o->in, o->id.spi))
+			{
+				DBG1(DBG_IKE, "les: installing a pep-origin-in SA again failed");
+			}
 		}
-		o->conn = NULL;
+		this->origin_lock->unlock(this->origin_lock);
 		origin_destroy(o);
 	}
 	fresh->destroy(fresh);
@@ -1109,6 +1146,7 @@ METHOD(les_handover_t, destroy, void,
 	this->origins->destroy_function(this->origins, (void*)origin_destroy);
 	this->waiting->destroy_function(this->waiting, (void*)notifies_destroy);
 	this->mutex->destroy(this->mutex);
+	this->origin_lock->destroy(this->origin_lock);
 	free(this);
 }
 
@@ -1132,6 +1170,7 @@ les_handover_t *les_handover_create(void)
 		.origins = linked_list_create(),
 		.waiting = hashtable_create(hashtable_hash_ptr, hashtable_equals_ptr, 8),
 		.mutex = mutex_create(MUTEX_TYPE_DEFAULT),
+		.origin_lock = mutex_create(MUTEX_TYPE_DEFAULT),
 	);
 	return &this->public;
 }
