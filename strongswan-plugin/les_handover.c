@@ -313,11 +313,15 @@ static bool origin_move(origin_t *o, kernel_ipsec_sa_id_t *id,
 	}
 	e->destroy(e);
 	if (moved)
-	{
+	{	/* due again; with the inbound SA, once its pep-origin-in SA is
+		 * in place (due_again()) */
 		chunk_clear(&o->keys);
 		o->keys = les_keymsg_build(&msg);
-		o->ike = 0;
-		o->attempts = 0;
+		if (!*inbound)
+		{
+			o->ike = 0;
+			o->attempts = 0;
+		}
 	}
 	if (moved && *inbound)
 	{	/* its selectors too, if of its hosts (transport mode), and its
@@ -750,6 +754,26 @@ static void child_down(private_les_handover_t *this, ike_sa_t *ike_sa,
 	gone->destroy(gone);
 }
 
+/* The keys of the origin @c copies are due again. */
+static void due_again(private_les_handover_t *this, origin_t *c)
+{
+	enumerator_t *e;
+	origin_t *o;
+
+	this->mutex->lock(this->mutex);
+	e = this->origins->create_enumerator(this->origins);
+	while (e->enumerate(e, &o))
+	{
+		if (o->child == c->child && streq(o->conn, c->conn))
+		{
+			o->ike = 0;
+			o->attempts = 0;
+		}
+	}
+	e->destroy(e);
+	this->mutex->unlock(this->mutex);
+}
+
 /* Whether the origin @c copies is still where @c has it. */
 static bool origin_at(private_les_handover_t *this, origin_t *c)
 {
@@ -865,6 +889,7 @@ METHOD(les_handover_t, sa_updated, void,
 		this->origin_lock->unlock(this->origin_lock);
 		if (installed)
 		{
+			due_again(this, c);
 			if (!conns->find_first(conns, linked_list_match_str, NULL,
 								   c->conn))
 			{
