@@ -290,7 +290,9 @@ void les_rcv_probe_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 /*
  * Has the tick anything to do for the data of @s at its receiver's side: a
  * thinned ACK waiting, data held past the window, a probe due or an update
- * probe to come?  Only a packet of the flow can make it so again.
+ * probe to come?  Only a packet of the flow can make it so again (one the
+ * engine took, or, for the window, one only the flow table saw: the
+ * tick's sweep finds those).
  */
 bool les_rcv_timed(const struct les_accel_flow *af, unsigned int s)
 {

@@ -7,6 +7,7 @@
  */
 #include "les_pep_engine.h"
 #include "les_genl.h"
+#include "les_nl.h"
 
 #include <daemon.h>
 
@@ -62,12 +63,7 @@ static void request_init(request_t *req, uint16_t type, uint8_t cmd,
 static void put_attr(request_t *req, uint16_t type, const void *data,
 					 uint16_t len)
 {
-	struct nlattr *a = (void*)(req->buf + NLMSG_ALIGN(req->nlh->nlmsg_len));
-
-	a->nla_type = type;
-	a->nla_len = NLA_HDRLEN + len;
-	memcpy((char*)a + NLA_HDRLEN, data, len);
-	req->nlh->nlmsg_len = NLMSG_ALIGN(req->nlh->nlmsg_len) + NLA_ALIGN(a->nla_len);
+	les_nl_put(req->nlh, sizeof(req->buf), type, data, len);
 }
 
 /* The attribute as wide as the setting's range (les_genl.h). */
@@ -90,86 +86,6 @@ static void put_setting(request_t *req, int attr, uint32_t max, uint32_t v)
 	}
 }
 
-/* The first attribute @type from offset @off of @nlh on, or NULL. */
-static struct nlattr *find_attr(struct nlmsghdr *nlh, size_t off,
-								uint16_t type)
-{
-	struct nlattr *a;
-
-	while (off + NLA_HDRLEN <= nlh->nlmsg_len)
-	{
-		a = (void*)((char*)nlh + off);
-		if (a->nla_len < NLA_HDRLEN || off + a->nla_len > nlh->nlmsg_len)
-		{
-			return NULL;
-		}
-		if ((a->nla_type & NLA_TYPE_MASK) == type)
-		{
-			return a;
-		}
-		off += NLA_ALIGN(a->nla_len);
-	}
-	return NULL;
-}
-
-/*
- * Sends @req and reads its answer into @reply (if given, the first
- * message that is not the ACK).  Returns 0 or a negative errno, with
- * les.ko's extended ACK message in @why.
- */
-static int talk(int fd, request_t *req, char *reply, size_t reply_len,
-				char *why, size_t why_len)
-{
-	char buf[8192] __attribute__((aligned(4)));
-	struct nlmsghdr *nlh;
-	struct nlmsgerr *err;
-	struct nlattr *msg;
-	ssize_t len;
-
-	if (send(fd, req->nlh, req->nlh->nlmsg_len, 0) < 0)
-	{
-		return -errno;
-	}
-	while (TRUE)
-	{
-		len = recv(fd, buf, sizeof(buf), 0);
-		if (len < 0)
-		{
-			return -errno;
-		}
-		for (nlh = (void*)buf; NLMSG_OK(nlh, len); nlh = NLMSG_NEXT(nlh, len))
-		{
-			if (nlh->nlmsg_type != NLMSG_ERROR)
-			{
-				if (reply && nlh->nlmsg_len <= reply_len)
-				{
-					memcpy(reply, nlh, nlh->nlmsg_len);
-				}
-				continue;
-			}
-			if (nlh->nlmsg_len < NLMSG_LENGTH(sizeof(*err)))
-			{
-				return -EBADMSG;
-			}
-			err = NLMSG_DATA(nlh);
-			if (err->error && (nlh->nlmsg_flags & NLM_F_ACK_TLVS))
-			{	/* after the request, unless NETLINK_CAP_ACK left it out */
-				msg = find_attr(nlh, NLMSG_LENGTH(sizeof(*err)) +
-						((nlh->nlmsg_flags & NLM_F_CAPPED) ? 0 :
-						 NLMSG_ALIGN(err->msg.nlmsg_len) - NLMSG_HDRLEN),
-								NLMSGERR_ATTR_MSG);
-				if (msg)
-				{
-					snprintf(why, why_len, "%.*s",
-							 (int)(msg->nla_len - NLA_HDRLEN),
-							 (char*)msg + NLA_HDRLEN);
-				}
-			}
-			return err->error;
-		}
-	}
-}
-
 /* The id of generic netlink family "les", or a negative errno. */
 static int family_id(int fd)
 {
@@ -183,12 +99,12 @@ static int family_id(int fd)
 	request_init(&req, GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 1);
 	put_attr(&req, CTRL_ATTR_FAMILY_NAME, LES_GENL_NAME,
 			 sizeof(LES_GENL_NAME));
-	err = talk(fd, &req, reply, sizeof(reply), why, sizeof(why));
+	err = les_nl_talk(fd, req.nlh, reply, sizeof(reply), why, sizeof(why));
 	if (err)
 	{
 		return err;
 	}
-	id = nlh->nlmsg_len ? find_attr(nlh, NLMSG_LENGTH(GENL_HDRLEN),
+	id = nlh->nlmsg_len ? les_nl_find(nlh, NLMSG_LENGTH(GENL_HDRLEN),
 									CTRL_ATTR_FAMILY_ID) : NULL;
 	if (!id || id->nla_len != NLA_HDRLEN + sizeof(uint16_t))
 	{
@@ -275,7 +191,7 @@ bool les_pep_engine_apply(void)
 	}
 	req.nlh->nlmsg_type = id;
 	req.nlh->nlmsg_seq = 2;
-	err = talk(fd, &req, NULL, 0, why, sizeof(why));
+	err = les_nl_talk(fd, req.nlh, NULL, 0, why, sizeof(why));
 	close(fd);
 	if (err)
 	{

@@ -11,6 +11,7 @@
  * counters with it, under the new addresses.
  */
 #include "les_xfrm.h"
+#include "les_nl.h"
 #include "les_wire.h"
 
 #include <daemon.h>
@@ -41,25 +42,10 @@ static void addr_put(xfrm_address_t *x, host_t *host)
 	memcpy(x, a.ptr, min(a.len, sizeof(*x)));
 }
 
-/* Appends attribute @type of @len bytes (copied from @data if given). */
 static void *attr_put(les_xfrm_msg_t *m, uint16_t type, const void *data,
 					  size_t len)
 {
-	struct rtattr *rta;
-
-	if (NLMSG_ALIGN(m->nlh.nlmsg_len) + RTA_SPACE(len) > sizeof(m->buf))
-	{
-		return NULL;
-	}
-	rta = (void*)(m->buf + NLMSG_ALIGN(m->nlh.nlmsg_len));
-	rta->rta_type = type;
-	rta->rta_len = RTA_LENGTH(len);
-	if (data)
-	{
-		memcpy(RTA_DATA(rta), data, len);
-	}
-	m->nlh.nlmsg_len = NLMSG_ALIGN(m->nlh.nlmsg_len) + RTA_SPACE(len);
-	return RTA_DATA(rta);
+	return les_nl_put(&m->nlh, sizeof(m->buf), type, data, len);
 }
 
 /* A request naming the SA @id: XFRM_MSG_GETSA or XFRM_MSG_DELSA. */
@@ -72,8 +58,7 @@ static bool id_request(les_xfrm_msg_t *m, uint16_t type,
 	memset(m, 0, NLMSG_LENGTH(sizeof(*sid)));
 	m->nlh.nlmsg_len = NLMSG_LENGTH(sizeof(*sid));
 	m->nlh.nlmsg_type = type;
-	m->nlh.nlmsg_flags = NLM_F_REQUEST |
-						 (type == XFRM_MSG_GETSA ? 0 : NLM_F_ACK);
+	m->nlh.nlmsg_flags = NLM_F_REQUEST | NLM_F_ACK;
 	sid = NLMSG_DATA(&m->nlh);
 	addr_put(&sid->daddr, id->dst);
 	sid->spi = id->spi;
@@ -83,50 +68,6 @@ static bool id_request(les_xfrm_msg_t *m, uint16_t type,
 			attr_put(m, XFRMA_MARK, &mark, sizeof(mark))) &&
 		   (!id->if_id ||
 			attr_put(m, XFRMA_IF_ID, &id->if_id, sizeof(id->if_id)));
-}
-
-/*
- * Sends @req; its answer, if not an error, goes into @reply (if given).
- * Returns 0 or a negative errno.
- */
-static int talk(int fd, les_xfrm_msg_t *req, les_xfrm_msg_t *reply)
-{
-	les_xfrm_msg_t in;
-	struct nlmsghdr *nlh;
-	ssize_t len;
-
-	int err = 0;
-
-	if (send(fd, req->buf, req->nlh.nlmsg_len, 0) < 0)
-	{
-		return -errno;
-	}
-	/* a dump holds the blob, and an error the request that had it */
-	len = recv(fd, in.buf, sizeof(in.buf), 0);
-	nlh = &in.nlh;
-	if (len < 0)
-	{
-		err = -errno;
-	}
-	else if (!NLMSG_OK(nlh, len))
-	{
-		err = -EBADMSG;
-	}
-	else if (nlh->nlmsg_type == NLMSG_ERROR)
-	{
-		err = nlh->nlmsg_len >= NLMSG_LENGTH(sizeof(struct nlmsgerr)) ?
-			  ((struct nlmsgerr*)NLMSG_DATA(nlh))->error : -EBADMSG;
-	}
-	else if (!reply || nlh->nlmsg_len > sizeof(reply->buf))
-	{
-		err = -EBADMSG;
-	}
-	else
-	{
-		memcpy(reply->buf, in.buf, nlh->nlmsg_len);
-	}
-	memwipe(in.buf, sizeof(in.buf));
-	return err;
 }
 
 /* The attributes after the SA's info in @m, and their length. */
@@ -290,7 +231,9 @@ status_t les_xfrm_update_sa(kernel_ipsec_sa_id_t *id,
 	{
 		return NOT_SUPPORTED;
 	}
-	if (!id_request(&req, XFRM_MSG_GETSA, id) || talk(fd, &req, &old) ||
+	old.nlh.nlmsg_len = 0;
+	if (!id_request(&req, XFRM_MSG_GETSA, id) ||
+		les_nl_talk(fd, &req.nlh, old.buf, sizeof(old.buf), NULL, 0) ||
 		!is_les(&old))
 	{	/* not ours to move: kernel-netlink says why if it cannot */
 		goto out;
@@ -303,13 +246,14 @@ status_t les_xfrm_update_sa(kernel_ipsec_sa_id_t *id,
 		goto out;
 	}
 	memwipe(old.buf, sizeof(old.buf));
-	if (!id_request(&old, XFRM_MSG_DELSA, id) || (err = talk(fd, &old, NULL)))
+	if (!id_request(&old, XFRM_MSG_DELSA, id) ||
+		(err = les_nl_talk(fd, &old.nlh, NULL, 0, NULL, 0)))
 	{
 		DBG1(DBG_KNL, "les: deleting SA %.8x to move it failed: %s",
 			 ntohl(id->spi), strerror(-err));
 		goto out;
 	}
-	err = talk(fd, &req, NULL);
+	err = les_nl_talk(fd, &req.nlh, NULL, 0, NULL, 0);
 	if (err)
 	{
 		DBG1(DBG_KNL, "les: adding SA %.8x at %H..%H failed: %s; it is "
