@@ -8,6 +8,8 @@ KVER ?= $(shell uname -r)
 KDIR ?= /lib/modules/$(KVER)/build
 BUILD := build/$(KVER)
 W ?= 1
+# The version of les.ko, lesctl and the packages: debian/changelog's.
+LES_VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
 
 # Kernels the tests boot: the newest installed Debian 6.1 (bookworm) and 6.12
 # (bookworm-backports) with headers and an image.
@@ -22,7 +24,7 @@ BUILD_KVERS = $(TEST_KVERS) $(DEBUG_KVER)
 KSRC := $(wildcard kernel/*.c kernel/*.h) Kbuild
 
 .PHONY: all module modules lesctl check check-host lint sparse checkpatch demo bench \
-	install uninstall clean setup debug-kernel
+	install uninstall clean setup debug-kernel deb
 
 all: module lesctl
 
@@ -36,7 +38,7 @@ $(BUILD)/.links: $(KSRC)
 
 module: $(BUILD)/.links
 	@test -d $(KDIR) || { echo "no kernel headers in $(KDIR): install linux-headers-$(KVER) or pass KVER=" >&2; exit 1; }
-	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) W=$(W) modules
+	$(MAKE) -C $(KDIR) M=$(CURDIR)/$(BUILD) W=$(W) LES_VERSION=$(LES_VERSION) modules
 
 # Every test kernel, warning-free (W=1) and sparse-clean (C=1).
 modules:
@@ -96,6 +98,12 @@ uninstall:
 	rm -f $(DESTDIR)/lib/modules/$(KVER)/updates/les.ko \
 	      $(DESTDIR)/etc/modules-load.d/les.conf $(DESTDIR)/etc/modprobe.d/les.conf
 	test -n "$(DESTDIR)" || depmod -a $(KVER)
+
+# les-dkms, lesctl and strongswan-les in build/deb/, built by
+# dpkg-buildpackage from a copy of the tree (every file git knows of), then
+# checked by lintian (tools/deb.sh).
+deb:
+	tools/deb.sh
 
 clean:
 	rm -rf build

@@ -10,8 +10,6 @@
 #include "les.h"
 #include "pep.h"
 
-#define LES_VERSION "0.1.0"
-
 static int __init les_init(void)
 {
 	int err;

@@ -100,6 +100,7 @@ step "checkpatch.pl --strict finds no errors in kernel/" tools/checkpatch.sh
 step "lesctl builds" make -C tools/lesctl
 step "lesctl: blob round trip, errors and exit codes" tests/host/lesctl.sh
 step "strongSwan plugin: builds for Debian's 5.9.8, Debian's charon loads it, other versions refused" strongswan-plugin/tests/host.sh
+step "make deb: les-dkms, lesctl and strongswan-les build; lintian finds no error" make deb
 step "fuzzing the pure protocol code (libFuzzer, ASan, UBSan, 30 s) finds nothing" tests/fuzz/run.sh
 
 # Host tests: the reference codec and the pure C code it is checked against.
@@ -226,6 +227,24 @@ budget=${LES_CHECK_BUDGET:-5100}
 for k in $kvers; do
 	vm_tests "$k"
 done
+
+# The packages as an operator installs them (apt, DKMS, modprobe, charon,
+# apt remove): DKMS's build and depmod for two kernels under emulation take
+# about 15 minutes per VM, so FULL=1 only; make check builds them and runs
+# lintian above.
+if [ -n "${FULL:-}" ]; then
+	for k in $kvers; do
+		pkglog=$out/vm-packages-$k.txt
+		VM_TIMEOUT=$((2400 * slow / 100)) tests/vm/vm-run.sh "$k" "$out/vm" -- tests/vm/packages.sh 2>&1 |
+			tee "$pkglog" >/dev/null
+		status=${PIPESTATUS[0]}
+		absorb "$k: " <"$pkglog"
+		case $status in 0|1) ;; *) report FAIL "$k: the package test run completed with a clean kernel log (exit $status)" "$pkglog" ;; esac
+	done
+else
+	n=$((n + 1)); skipped=$((skipped + 1))
+	echo "ok $n - packages installed, used and removed in a VM (tests/vm/packages.sh) # SKIP FULL=1 only: about 15 minutes per kernel"
+fi
 
 # The debug kernel's build, if one ran, has had Debian's runs to finish
 # in: then les.ko for it, and its VM run.

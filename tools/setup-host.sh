@@ -28,7 +28,7 @@ pkgs=(build-essential bc flex bison kmod libelf-dev sparse clang libclang-rt-14-
 	python3 python3-pip python3-venv python3-cryptography python3-pytest
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
-	dkms
+	dkms debhelper dh-dkms fakeroot lintian
 	strongswan-charon strongswan-swanctl strongswan-pki charon-systemd
 	libstrongswan-standard-plugins dpkg-dev)
 missing=()

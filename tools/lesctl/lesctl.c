@@ -35,7 +35,8 @@ int json;
 void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: lesctl [-j] blob create ROLE [keylen 16|24|32] [dir i2r|r2i] [k2 HEX] [k1 HEX]\n"
+		"Usage: lesctl -V\n"
+		"       lesctl [-j] blob create ROLE [keylen 16|24|32] [dir i2r|r2i] [k2 HEX] [k1 HEX]\n"
 		"                               [kp HEX] [ko HEX] [pep-id N]\n"
 		"       lesctl [-j] blob show HEX\n"
 		"       lesctl [-j] blob derive HEX [pep-id N]...\n"
@@ -60,6 +61,9 @@ int main(int argc, char **argv)
 	while (argc && argv[0][0] == '-') {
 		if (!strcmp(argv[0], "-j") || !strcmp(argv[0], "-json")) {
 			json = 1;
+		} else if (!strcmp(argv[0], "-V") || !strcmp(argv[0], "-Version")) {
+			printf("lesctl %s, wire format %d\n", LES_VERSION, LES_BLOB_VERSION);
+			return 0;
 		} else if (!strcmp(argv[0], "-h") || !strcmp(argv[0], "--help")) {
 			usage(stdout);
 			return 0;
