@@ -228,6 +228,11 @@ for k in $kvers; do
 	vm_tests "$k"
 done
 
+# The dissector over what the VM runs captured (their mode tests' packets
+# and mutation campaigns, with the keys they wrote beside them).
+step "Wireshark dissector: the VM tests' captures and mutation campaigns, against lescodec" \
+	env LES_VM_CAPTURES="$out/vm" /usr/bin/python3 -m pytest -q -rs tests/host/test_wireshark.py -k "vm_captures or vm_mutants"
+
 # The packages as an operator installs them (apt, DKMS, modprobe, charon,
 # apt remove): DKMS's build and depmod for two kernels under emulation take
 # about 15 minutes per VM, so FULL=1 only; make check builds them and runs

@@ -8,6 +8,7 @@ guest's kernel.  Prints one TAP line per check.  Usage:
     les_tests.py --ko build/KVER/les.ko --out DIR [--only REGEX]
 """
 import argparse
+import json
 import os
 import re
 import sys
@@ -229,6 +230,11 @@ def kernel_to_codec(cfg, ab, pcap_path):
         return False, (f"traffic not delivered: {got} {tcp_got}\na: {delta(ca, counters('a'))}\n"
                        f"b: {delta(cb, counters('b'))}\non m: {seen}")
     pkts = capture_esp(pcap_path, ab.spi)
+    # What a reader of the capture needs (tests/host/test_wireshark.py).
+    with open(pcap_path[:-len(".pcap")] + ".keys.json", "w") as f:
+        json.dump({"config": str(cfg), "esn": cfg.esn, "seq_hi": ab.seq64(0) >> 32,
+                   "sas": [{"src": cfg.outer(ab.src), "dst": cfg.outer(ab.dst),
+                            "spi": ab.spi, "blob": ab.blob().hex()}]}, f)
     if len(pkts) < 3:
         return False, f"expected a datagram and TCP segments with SPI {ab.spi:#x}, got {len(pkts)}"
     seen = {"udp": 0, "tcp": 0}

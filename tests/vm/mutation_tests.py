@@ -14,6 +14,7 @@ the PEP work afterwards.
 
 The seed is random and printed: LES_MUTATION_SEED=N replays a campaign."""
 
+import json
 import os
 import random
 import time
@@ -210,6 +211,13 @@ def campaign(T, t, cfg, bases, per_base, sender, rng, pep=False):
     path = f"{t.out}/mutants-{'pep' if pep else 'endpoint'}.hex"
     with open(path, "w") as f:
         f.write("\n".join(P.wrap_esp(cfg.outer("a"), cfg.outer("b"), e).hex() for e in wire))
+    # The SAs, for a reader of the campaign (tests/host/test_wireshark.py).
+    sas = {b.sa.spi: b.sa for b in bases}
+    with open(path[:-len(".hex")] + ".keys.json", "w") as f:
+        json.dump({"config": str(cfg), "esn": cfg.esn, "tunnel": cfg.tunnel,
+                   "seq_hi": bases[0].sa.seq64(0) >> 32,
+                   "sas": [{"src": cfg.outer(s.src), "dst": cfg.outer(s.dst), "spi": s.spi,
+                            "blob": s.blob().hex()} for s in sas.values()]}, f)
     expected = sorted(expected_segment(cfg, b) for b in bases)
 
     before = {ns: counters(ns) for ns in "amb"}
