@@ -19,13 +19,6 @@
 
 #include "les_keys.h"
 
-typedef struct {
-	char *src;
-	char *dst;
-	char *spi;
-	char *blob;
-} les_sa_row_t;
-
 /* A row, parsed: what lookups match against. */
 struct les_sa {
 	address_type src_type, dst_type;	/* AT_NONE: "*" */
@@ -35,9 +28,21 @@ struct les_sa {
 	struct les_blob blob;
 };
 
+/*
+ * A row as the table holds it, parsed when Wireshark checks it: a row
+ * that does not parse opens nothing, and the others still do.
+ */
+typedef struct {
+	char *src;
+	char *dst;
+	char *spi;
+	char *blob;
+	gboolean ok;
+	struct les_sa sa;
+} les_sa_row_t;
+
 static les_sa_row_t *rows;
 static guint n_rows;
-static GArray *sas;	/* struct les_sa, in table order */
 
 static const guint8 label_zone[] = "LES v2 zone";
 
@@ -49,6 +54,9 @@ static const char *blob_parse(const char *hex, struct les_blob *b)
 	const guint8 *p;
 	gsize root, want;
 
+	/* As ip xfrm takes it: 0x optional. */
+	if (hex[0] == '0' && (hex[1] == 'x' || hex[1] == 'X'))
+		hex += 2;
 	if (!hex_str_to_bytes(hex, raw, FALSE)) {
 		err = "the blob is not hex";
 		goto out;
@@ -71,6 +79,11 @@ static const char *blob_parse(const char *hex, struct les_blob *b)
 		err = "unknown blob role";
 		goto out;
 	}
+	if ((b->role == LES_ROLE_ORIGIN_IN || b->role == LES_ROLE_ORIGIN_OUT) !=
+	    (b->pep_id != 0)) {
+		err = "pep_id is 0 on a PEP-origin blob, or set on another";
+		goto out;
+	}
 	if (b->keylen != 16 && b->keylen != 24 && b->keylen != 32) {
 		err = "key length is not 16, 24 or 32";
 		goto out;
@@ -86,9 +99,13 @@ static const char *blob_parse(const char *hex, struct les_blob *b)
 		goto out;
 	}
 	memcpy(b->hz_root, p + 12, root);
-	if (b->role == LES_ROLE_ENDPOINT)
+	if (b->role == LES_ROLE_ENDPOINT) {
 		memcpy(b->pz_root, p + 12 + root, root);
+		if (!memcmp(b->hz_root, b->pz_root, b->keylen))
+			err = "K1 equals K2";
+	}
 out:
+	memset(raw->data, 0, raw->len);
 	g_byte_array_free(raw, TRUE);
 	return err;
 }
@@ -125,10 +142,13 @@ static const char *row_parse(const les_sa_row_t *r, struct les_sa *sa)
 	if (!r->spi || !*r->spi || !strcmp(r->spi, "*")) {
 		sa->any_spi = TRUE;
 	} else {
+		gboolean hex = r->spi[0] == '0' && (r->spi[1] == 'x' || r->spi[1] == 'X');
+
 		errno = 0;
-		v = strtoul(r->spi, &end, 0);
-		if (errno || *end || v > G_MAXUINT32)
-			return "the SPI is not a 32-bit number or *";
+		v = strtoul(r->spi + (hex ? 2 : 0), &end, hex ? 16 : 10);
+		if (errno || *end || !g_ascii_isxdigit(r->spi[hex ? 2 : 0]) ||
+		    v > G_MAXUINT32)
+			return "the SPI is not a 32-bit number (4096 or 0x1000) or *";
 		sa->spi = (guint32)v;
 	}
 	return blob_parse(r->blob ? r->blob : "", &sa->blob);
@@ -136,9 +156,10 @@ static const char *row_parse(const les_sa_row_t *r, struct les_sa *sa)
 
 static gboolean row_update_cb(void *rec, char **error)
 {
-	struct les_sa sa;
-	const char *err = row_parse(rec, &sa);
+	les_sa_row_t *r = rec;
+	const char *err = row_parse(r, &r->sa);
 
+	r->ok = !err;
 	if (err)
 		*error = g_strdup(err);
 	return !err;
@@ -153,6 +174,8 @@ static void *row_copy_cb(void *dst, const void *src, size_t len _U_)
 	d->dst = g_strdup(s->dst);
 	d->spi = g_strdup(s->spi);
 	d->blob = g_strdup(s->blob);
+	d->ok = s->ok;
+	d->sa = s->sa;
 	return d;
 }
 
@@ -164,20 +187,8 @@ static void row_free_cb(void *rec)
 	g_free(r->dst);
 	g_free(r->spi);
 	g_free(r->blob);
-}
-
-/* The parsed table, rebuilt whenever the rows change. */
-static void rows_post_update_cb(void)
-{
-	struct les_sa sa;
-	guint i;
-
-	if (sas)
-		g_array_free(sas, TRUE);
-	sas = g_array_new(FALSE, FALSE, sizeof(sa));
-	for (i = 0; i < n_rows; i++)
-		if (!row_parse(&rows[i], &sa))
-			g_array_append_val(sas, sa);
+	memset(&r->sa, 0, sizeof(r->sa));
+	r->ok = FALSE;
 }
 
 UAT_CSTRING_CB_DEF(les_sa, src, les_sa_row_t)
@@ -203,7 +214,7 @@ void les_keys_register(module_t *module)
 	uat_t *uat = uat_new("LES SAs", sizeof(les_sa_row_t), "les_sa", TRUE,
 			     &rows, &n_rows, UAT_AFFECTS_DISSECTION, NULL,
 			     row_copy_cb, row_update_cb, row_free_cb,
-			     rows_post_update_cb, NULL, fields);
+			     NULL, NULL, fields);
 
 	prefs_register_uat_preference(module, "sa_table", "LES SAs",
 				      "The SAs whose packets to open: addresses, SPI "
@@ -223,15 +234,24 @@ static gboolean addr_match(address_type type, const guint8 *want,
 guint les_keys_lookup(const address *src, const address *dst, guint32 spi,
 		      const struct les_blob **out, guint max)
 {
-	guint i, n = 0;
+	guint i, n = 0, pass;
 
-	for (i = 0; sas && i < sas->len && n < max; i++) {
-		const struct les_sa *sa = &g_array_index(sas, struct les_sa, i);
+	/*
+	 * Endpoint blobs first: a pep-view blob shares K2 with its endpoint
+	 * blob and would open the header zone first, leaving ICV1 unchecked.
+	 */
+	for (pass = 0; pass < 2; pass++) {
+		for (i = 0; i < n_rows && n < max; i++) {
+			const struct les_sa *sa = &rows[i].sa;
 
-		if ((sa->any_spi || sa->spi == spi) &&
-		    addr_match(sa->src_type, sa->src, src) &&
-		    addr_match(sa->dst_type, sa->dst, dst))
-			out[n++] = &sa->blob;
+			if (!rows[i].ok ||
+			    (sa->blob.role == LES_ROLE_ENDPOINT) != !pass)
+				continue;
+			if ((sa->any_spi || sa->spi == spi) &&
+			    addr_match(sa->src_type, sa->src, src) &&
+			    addr_match(sa->dst_type, sa->dst, dst))
+				out[n++] = &sa->blob;
+		}
 	}
 	return n;
 }

@@ -165,10 +165,105 @@ static guint inner_reported_len(guint8 nh, const guint8 *h, guint l)
 static void call_inner(tvbuff_t *inner, packet_info *pinfo, proto_tree *tree,
 		       guint8 nh)
 {
+	col_append_str(pinfo->cinfo, COL_INFO, " ");
 	col_set_fence(pinfo->cinfo, COL_INFO);
 	if (!dissector_try_uint_new(ip_proto_table, nh, inner, pinfo, tree,
 				    TRUE, NULL))
 		call_data_dissector(inner, pinfo, tree);
+}
+
+/* Section 4's option walk: TRUE if @o (@n bytes) goes into the zone as is. */
+static gboolean options_kept(const guint8 *o, guint n)
+{
+	guint i = 0, j, len;
+
+	while (i < n) {
+		if (o[i] == 1) {
+			i++;
+			continue;
+		}
+		if (o[i] == 0) {
+			for (j = i; j < n; j++)
+				if (o[j])
+					return FALSE;
+			return TRUE;
+		}
+		if (i + 2 > n || o[i + 1] < 2 || i + o[i + 1] > n)
+			return FALSE;
+		len = o[i + 1];
+		switch (o[i]) {
+		case 2:
+			if (len != 4)
+				return FALSE;
+			break;
+		case 3:
+			if (len != 3)
+				return FALSE;
+			break;
+		case 4:
+			if (len != 2)
+				return FALSE;
+			break;
+		case 5:
+			if (len < 10 || len > 34 || (len - 2) % 8)
+				return FALSE;
+			break;
+		case 8:
+			if (len != 10)
+				return FALSE;
+			break;
+		default:
+			return FALSE;
+		}
+		i += len;
+	}
+	return TRUE;
+}
+
+/*
+ * Why the restored inner packet is not one section 4 makes into this
+ * header zone, or NULL: the L its table gives, the payload length in the
+ * checksum field, the moved flags and options (what the endpoint checks).
+ */
+static const char *plan_refusal(guint8 nh, guint8 flags, const guint8 *h,
+				guint l, const guint8 *in, guint n,
+				const guint8 *csum)
+{
+	guint t = 0, th = 0, plen = 0, want = 0, opt;
+
+	if (nh == IP_PROTO_IPIP && n >= 40 && in[0] == 0x45 &&
+	    pntoh16(in + 2) >= 40 && pntoh16(in + 2) <= n &&
+	    !(pntoh16(in + 6) & 0x3fff) && in[9] == IP_PROTO_TCP) {
+		t = 20;
+		th = (in[32] >> 4) * 4;
+		if (th >= 20 && t + th <= pntoh16(in + 2))
+			want = t + th, plen = pntoh16(in + 2) - t - th;
+	} else if (nh == IP_PROTO_IPV6 && n >= 60 && in[0] >> 4 == 6 &&
+		   in[6] == IP_PROTO_TCP && pntoh16(in + 4) >= 20 &&
+		   40u + pntoh16(in + 4) <= n) {
+		t = 40;
+		th = (in[52] >> 4) * 4;
+		if (th >= 20 && th <= pntoh16(in + 4))
+			want = t + th, plen = pntoh16(in + 4) - th;
+	} else if (nh == IP_PROTO_TCP && n >= 20) {
+		th = (in[12] >> 4) * 4;
+		if (th >= 20 && th <= n)
+			want = th, plen = n - th;
+	}
+	if (want != l)
+		return "L is not what section 4 gives the restored packet";
+	if (!l)
+		return pntoh16(csum) || flags ? "a checksum or moved bytes without headers" :
+		       NULL;
+	if (pntoh16(h + t + 16) != plen)
+		return "the TCP payload length in the zone is wrong";
+	if (!!pntoh16(in + t + 18) != !!(flags & LES_FLAG_URGENT_MOVED) ||
+	    pntoh16(h + t + 18))
+		return "the urgent pointer is not moved as section 4 says";
+	opt = th - 20;
+	if (options_kept(in + t + 20, opt) == !!(flags & LES_FLAG_OPTIONS_MOVED))
+		return "the options are not moved as section 4 says";
+	return NULL;
 }
 
 /*
@@ -187,6 +282,7 @@ static gboolean open_payload(tvbuff_t *tvb, packet_info *pinfo,
 	guint aad_len, esn, pad, moved = 0, body, t = tcp_off(nh), i;
 	guint8 *aad = wmem_alloc(pinfo->pool, 12 + 8 + 6 + l + LES_ICV_LEN);
 	const guint8 *h = hz + LES_HZ_DESC;
+	const char *why;
 	proto_tree *pz_tree;
 	tvbuff_t *pz_tvb, *inner_tvb;
 	gboolean bad = FALSE;
@@ -252,6 +348,15 @@ static gboolean open_payload(tvbuff_t *tvb, packet_info *pinfo,
 				       "Next header %u, the header zone says %u",
 				       pt[pz_len - 1], nh);
 
+	if (!esn && pntoh16(hz + 4)) {
+		expert_add_info_format(pinfo, ti, &ei_malformed,
+				       "Epoch %u on a packet sent without ESN",
+				       pntoh16(hz + 4));
+		return TRUE;
+	}
+	if (!l && !body)
+		return TRUE;
+
 	/* Section 4 undone: checksum and moved bytes back into the headers. */
 	inner = wmem_alloc(pinfo->pool, l + body);
 	memcpy(inner, h, l);
@@ -268,6 +373,13 @@ static gboolean open_payload(tvbuff_t *tvb, packet_info *pinfo,
 			memcpy(inner + t + 18, pt + i, 2);
 	}
 	memcpy(inner + l, pt + 2, body);
+	why = plan_refusal(nh, flags, h, l, inner, l + body, pt);
+	if (why) {
+		expert_add_info_format(pinfo, ti, &ei_malformed,
+				       "A header zone no sender makes of this packet "
+				       "(section 4): %s", why);
+		return TRUE;
+	}
 	inner_tvb = tvb_new_child_real_data(tvb, inner, l + body, l + body);
 	add_new_data_source(pinfo, inner_tvb, "LES inner packet");
 	call_inner(inner_tvb, pinfo, tree, nh);
@@ -351,25 +463,15 @@ static int dissect_les_esp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
 	proto_tree_add_item(hz_tree, hf_epoch, hz_tvb, 4, 2, ENC_BIG_ENDIAN);
 	if (l)
 		proto_tree_add_item(hz_tree, hf_headers, hz_tvb, LES_HZ_DESC, l, ENC_NA);
-	if (l >= tcp_off(hz[2]) + 20 && !(hz[3] & LES_FLAG_HEADER_ONLY) &&
-	    (hz[2] == IP_PROTO_TCP || tcp_off(hz[2])))
-		proto_tree_add_item(hz_tree, hf_tcp_payload_len, hz_tvb,
-				    LES_HZ_DESC + tcp_off(hz[2]) + 16, 2, ENC_BIG_ENDIAN);
-
 	pz_off = LES_MIN_PACKET + l;
-	if (!zone_well_formed(hz[2], hz[3], hz + LES_HZ_DESC, l)) {
-		expert_add_info_format(pinfo, hz_item, &ei_malformed,
-				       "A header zone no sender makes (section 4): "
-				       "made by a holder of its key, or a sender's bug");
-		col_append_str(pinfo->cinfo, COL_INFO, " [malformed header zone]");
-		return len;
-	}
-	if (hz[3] & LES_FLAG_HEADER_ONLY) {
+	/* A PEP-origin key opens header-only packets, and nothing else. */
+	if (hz[3] & LES_FLAG_HEADER_ONLY || opened->role == LES_ROLE_ORIGIN_IN ||
+	    opened->role == LES_ROLE_ORIGIN_OUT) {
 		const char *why = pep_origin_refusal(opened->role, hz[2], hz[3],
 						     hz + LES_HZ_DESC, l);
 
 		col_append_str(pinfo->cinfo, COL_INFO, " PEP-origin");
-		if (len != pz_off)
+		if (!why && len != pz_off)
 			why = "bytes after ICV2";
 		if (why) {
 			expert_add_info_format(pinfo, hz_item, &ei_policy,
@@ -381,6 +483,22 @@ static int dissect_les_esp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
 		hdr_tvb = tvb_new_child_real_data(tvb, hz + LES_HZ_DESC, l, l);
 		add_new_data_source(pinfo, hdr_tvb, "LES PEP-origin packet");
 		call_inner(hdr_tvb, pinfo, tree, hz[2]);
+		return len;
+	}
+	if (!zone_well_formed(hz[2], hz[3], hz + LES_HZ_DESC, l)) {
+		expert_add_info_format(pinfo, hz_item, &ei_malformed,
+				       "A header zone no sender makes (section 4): "
+				       "made by a holder of its key, or a sender's bug");
+		col_append_str(pinfo->cinfo, COL_INFO, " [malformed header zone]");
+		return len;
+	}
+	if (l)
+		proto_tree_add_item(hz_tree, hf_tcp_payload_len, hz_tvb,
+				    LES_HZ_DESC + tcp_off(hz[2]) + 16, 2, ENC_BIG_ENDIAN);
+	if (len == pz_off) {
+		expert_add_info_format(pinfo, hz_item, &ei_policy,
+				       "Header-only by its length, on an SA that is "
+				       "not PEP-origin: the endpoint drops it");
 		return len;
 	}
 	if (len < pz_off + LES_PZ_MIN + LES_ICV_LEN) {
@@ -402,8 +520,10 @@ static int dissect_les_esp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
 	ti = proto_tree_add_item(les_tree, hf_icv1, tvb, len - LES_ICV_LEN,
 				 LES_ICV_LEN, ENC_NA);
 	if (opened->role == LES_ROLE_ENDPOINT) {
+		/* Its headers are only K2's word, which every PEP holds. */
 		expert_add_info(pinfo, ti, &ei_icv1_bad);
 		col_append_str(pinfo->cinfo, COL_INFO, " [ICV1 wrong]");
+		return len;
 	}
 	/* What a PEP sees: the headers, the payload's length without it. */
 	if (l) {

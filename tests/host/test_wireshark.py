@@ -41,6 +41,9 @@ pytestmark = pytest.mark.skipif(
 K2, K1, KP = bytes(range(36)), bytes(range(100, 136)), bytes(range(50, 82))
 A4, B4 = "192.0.2.1", "198.51.100.1"
 A6, B6 = "2001:db8::1", "2001:db8::2"
+# What the dissector flags a packet with (wireshark-plugin/packet-les.c).
+LES_EXPERTS = ("les.icv2_bad", "les.icv1_bad", "les.malformed", "les.policy",
+               "les.truncated")
 
 
 def endpoint_blob(r2i=False):
@@ -258,12 +261,50 @@ def test_corrupted_packets_are_flagged(plugin):
     assert flagged > len(f.esp) * 8 - 64
 
 
+def test_forgeries_are_flagged(plugin):
+    """What a key holder can forge, and a sender's bug, shows as such:
+    a payload zone forged under a genuine header zone is flagged even when
+    a pep-view row comes before the endpoint's (and its headers are not
+    handed to TCP); a PEP-origin key's packet that is not header-only is
+    refused; a K1 holder's zone that section 4 would not make (a wrong
+    payload length, an epoch without ESN) is malformed."""
+    ep = B.parse_blob(endpoint_blob())
+    spi = 0x1000
+    hz, pz = ep.header_key(spi), ep.payload_key(spi)
+    t4 = P.tcp_packet("10.1.0.1", "10.2.0.1", 40000, 80, seq=1000, ack=5000,
+                      flags=0x18, payload=b"x" * 300)
+    good = Z.seal(spi, 1, False, hz, pz, 4, t4)
+    forged = good[:-40] + bytes(b ^ 0x55 for b in good[-40:-16]) + good[-16:]
+    po = B.parse_blob(B.pep_origin_blob(endpoint_blob(), 7, "pep-origin-out"))
+    plan = Z.plan_seal(4, t4)
+    po_data = Z.seal_raw(0x2007, 2, False, po.header_key(0x2007), plan.hz_plain,
+                         po.header_key(0x2007), plan.pz_plain)
+    bad_len = bytearray(plan.hz_plain)
+    bad_len[6 + 20 + 16:6 + 20 + 18] = (299).to_bytes(2, "big")
+    k1_bug = Z.seal_raw(spi, 3, False, hz, bytes(bad_len), pz, plan.pz_plain)
+    epoch = Z.plan_seal(4, t4, epoch=5)
+    k1_epoch = Z.seal_raw(spi, 4, False, hz, epoch.hz_plain, pz, epoch.pz_plain)
+    pk = [("good", good, "", "tcp"), ("forged payload zone", forged, "les.icv1_bad", None),
+          ("PEP-origin key, not header-only", po_data, "les.policy", None),
+          ("wrong payload length", k1_bug, "les.malformed", None),
+          ("epoch without ESN", k1_epoch, "les.malformed", None)]
+    path = write(plugin, "forged.pcap", [P.wrap_esp(A4, B4, e) for _, e, _, _ in pk])
+    view = B.pep_view_blob(endpoint_blob()).hex()
+    po_in = B.pep_origin_blob(endpoint_blob(), 7, "pep-origin-in").hex()
+    got = tshark(plugin, path, [("*", "*", "*", view), ("*", "*", "*", endpoint_blob().hex()),
+                                ("*", "*", "0x2007", po_in)])
+    for (name, _, expert, layer), layers in zip(pk, got):
+        s = json.dumps(layers.get("les", {}))
+        if expert:
+            assert expert in s, (name, s[:600])
+        else:
+            assert not any(e in s for e in LES_EXPERTS), (name, s[:600])
+        assert ("tcp" in layers) == (layer == "tcp"), name
+
+
 # ---- the VM tests' captures ---------------------------------------------
 
 CAPTURES = os.environ.get("LES_VM_CAPTURES", "")
-# What the dissector flags a packet with (wireshark-plugin/packet-les.c).
-LES_EXPERTS = ("les.icv2_bad", "les.icv1_bad", "les.malformed", "les.policy",
-               "les.truncated")
 
 
 def inner_tcp(inner: bytes, nexthdr: int) -> bytes | None:
