@@ -38,7 +38,8 @@ checked by hash: whatever happens to the engine, no byte is lost.
   engine, the same fetch;
 * IPv6 in IPv6 (inner and outer): the same engine, the same fetch;
 * an outsider at the hop sending mutants (bits flipped, cut, extended,
-  replayed) of the packets both PEPs send onto it: counted, never acted on;
+  replayed) of the packets both PEPs send onto it: counted, never acted on,
+  nothing ACKed early lost (FULL=1: 10,000 at each PEP in a 10 MB download);
 * the receiver's window update lost: a reader that stopped reading (its
   window closed, the remote PEP holds what the hop brought) reads again
   while its ESP packets are dropped, then says nothing more; the remote
@@ -255,11 +256,12 @@ def origin_key_gone(T, prof, sums):
 
 
 # An on-path party at the hop: takes every Nth ESP packet a PEP sends onto
-# the hop, and sends a mutant of it after it (or an older one again).
-# Prints what it sent, per kind, when told to stop (SIGTERM).
+# the hop, and sends PER mutants of it after it (or older ones again), LIMIT
+# in all.  Prints what it sent, per kind, when told to stop (SIGTERM).
 INJECTOR = r"""
 import json, random, signal, socket, struct, sys
 dev, seed, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+per, limit = int(sys.argv[4]), int(sys.argv[5])
 rng = random.Random(seed)
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind((dev, 0))
@@ -288,21 +290,8 @@ def flip(f, lo, hi):
     return bytes(f)
 
 old, sent, counts, n = [], set(), {}, 0
-while not stop:
-    try:
-        f, addr = s.recvfrom(65535)
-    except (socket.timeout, InterruptedError):
-        continue
-    if addr[2] != socket.PACKET_OUTGOING or f[12:14] != b"\x08\x00" or f[23] != 50:
-        continue
-    if hash(f) in sent:
-        continue
-    esp = 14 + (f[14] & 15) * 4
-    n += 1
-    old.append(f)
-    del old[:-2000]
-    if n % every:
-        continue
+
+def mutate_and_send(f, esp):
     kind = rng.choice(("header-zone bit", "payload-zone bit", "seq", "spi", "truncated",
                        "extended", "replayed", "replayed old"))
     if kind == "header-zone bit":
@@ -325,8 +314,26 @@ while not stop:
     try:
         s.send(m)
     except OSError:             # extended past the MTU
-        continue
+        return
     counts[kind] = counts.get(kind, 0) + 1
+
+while not stop:
+    try:
+        f, addr = s.recvfrom(65535)
+    except (socket.timeout, InterruptedError):
+        continue
+    if addr[2] != socket.PACKET_OUTGOING or f[12:14] != b"\x08\x00" or f[23] != 50:
+        continue
+    if hash(f) in sent:
+        continue
+    n += 1
+    old.append(f)
+    del old[:-2000]
+    if n % every:
+        continue
+    for _ in range(per):
+        if sum(counts.values()) < limit:
+            mutate_and_send(f, 14 + (f[14] & 15) * 4)
 print(json.dumps(counts), flush=True)
 """
 
@@ -352,8 +359,12 @@ def mutants_on_hop(T, prof, sums, seed=None):
     cut, extended, replayed at once or later.  No mutant changes anything:
     the PEPs count each as a failure (a replayed copy of a packet held past
     the window is dropped), the endpoints' xfrm drops the rest, and the
-    fetch runs as without them."""
+    fetch runs as without them, nothing ACKed early is lost.  The campaign
+    (FULL=1, or LES_HOP_MUTANTS=N): N mutants (10,000) at each PEP during a
+    10 MB download, two after each of the hub's packets and up to twelve
+    after each of the remote PEP's."""
     seed = seed if seed is not None else int.from_bytes(os.urandom(4), "big")
+    target = int(os.environ.get("LES_HOP_MUTANTS") or (10000 if FULL else 0))
     tb.hop_up(prof, "loss random 1%")
     inj = {}
     try:
@@ -362,12 +373,17 @@ def mutants_on_hop(T, prof, sums, seed=None):
         tcp = endpoint_tcp_errors()
         # The remote PEP's side carries only the client's ACKs, thinned
         # (50 to 380 packets a fetch in CI runs): a mutant after each.
-        for pep, dev, every in (("hpep", "h-r", 3), ("rpep", "r-h", 1)):
+        plan = ((("hpep", "h-r", 1, 2), ("rpep", "r-h", 1, 12)) if target else
+                (("hpep", "h-r", 3, 1), ("rpep", "r-h", 1, 1)))
+        for pep, dev, every, per in plan:
             inj[pep] = subprocess.Popen([sys.executable, "-c", INJECTOR, dev, str(seed),
-                                         str(every)],
+                                         str(every), str(per), str(target or 10 ** 9)],
                                         stdout=subprocess.PIPE, text=True,
                                         preexec_fn=tb.netns_of(pep))
-        res = tb.fetch("1M", tb_conf("1M"), sums, 90)
+        if target:
+            res = tb.fetch("10M", tb_conf("10M"), sums, 600)
+        else:
+            res = tb.fetch("1M", tb_conf("1M"), sums, 90)
     finally:
         sent = {}
         for pep, p in inj.items():
@@ -397,13 +413,16 @@ def mutants_on_hop(T, prof, sums, seed=None):
     print(f"# mutants on the hop (seed {seed}): {sent}; counted {counted}; "
           f"endpoint TCP {tcp}", flush=True)
     # Enough of each: the remote PEP's side may carry as few as 50 packets.
-    T.ok(res["status"] == "ok" and sum(sent["hpep"].values()) > 50 and
-         sum(sent["rpep"].values()) > 25 and
+    least = (target, target) if target else (50, 25)
+    T.ok(res["status"] == "ok" and sum(sent["hpep"].values()) >= least[0] and
+         sum(sent["rpep"].values()) >= least[1] and
          all(counted[p] >= 0.9 * sum(sent[p].values()) for p in PEPS) and
-         not d["hpep"].get("LesAccelErrors", 0) and not d["rpep"].get("LesAccelErrors", 0) and
+         not any(d[p].get(k, 0) for p in PEPS for k in ("LesAccelErrors", "LesAccelLost")) and
          tcp_ok,
          "mutants on the hop both ways: the PEPs count them and act on none, the endpoints' "
-         "TCP sees none but replays of absorbed ACKs, and drops those, the 1 MB arrive intact",
+         "TCP sees none but replays of absorbed ACKs, and drops those, nothing ACKed early "
+         f"is lost, the {'10 MB' if target else '1 MB'} arrive intact (at least {least[0]} "
+         f"mutants at the hub, {least[1]} at the remote PEP)",
          {"fetch": res, "seed": seed, "sent": sent, "counted": counted, "peps": d,
           "endpoint TCP": tcp})
 
