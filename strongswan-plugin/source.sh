@@ -10,8 +10,12 @@
 #
 # The source comes from Debian's archive through a private apt sources file,
 # so the host's apt configuration is neither needed nor changed.
-# deb12u6's debian/ tarball is not fetchable; u5's patches and flags are the
-# same.  Cache: $LES_CACHE (default /var/cache/les), one directory per version.
+# deb12u6 (bookworm-security) is listed in the archive's index, but its
+# files are not served here (404); u6 adds CVE fixes to u5 (its changelog)
+# and the same configure flags.  The headers are u5's: whether a u6 fix
+# changed a structure the plugin uses is not verified, and step ike runs
+# the plugin in the installed u6 charon.  Cache: $LES_CACHE (default
+# /var/cache/les), one directory per version.
 set -euo pipefail
 
 version=${SW_DEB_VERSION:-5.9.8-5+deb12u5}

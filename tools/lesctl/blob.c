@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * lesctl blob create | show | derive | zone-key: LES key blobs (version 2,
  * docs/protocol.md sections 1, 2.1 and 6).

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * lesctl's generic netlink side: the PEP settings and keys, the flow table
  * and the counters of les.ko, in the caller's network namespace.
