@@ -9,7 +9,7 @@ KDIR ?= /lib/modules/$(KVER)/build
 BUILD := build/$(KVER)
 W ?= 1
 # The version of les.ko, lesctl and the packages: debian/changelog's.
-LES_VERSION := $(shell sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+LES_VERSION := $(shell tools/les-version.sh)
 
 # Kernels the tests boot: the newest installed Debian 6.1 (bookworm) and 6.12
 # (bookworm-backports) with headers and an image.

@@ -11,7 +11,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-version=$(sed -n '1s/^[^(]*(\([^)]*\)).*/\1/p' debian/changelog)
+version=$(tools/les-version.sh)
 out=build/deb
 src=$out/les-$version
 
