@@ -112,20 +112,25 @@ def plugin():
     shutil.rmtree(work, ignore_errors=True)
 
 
-def tshark(home, pcap_path, rows, *extra):
-    """tshark's JSON of @pcap_path with the SA table @rows (src, dst, spi,
-    blob hex)."""
+def run_tshark(home, pcap_path, rows, *args, timeout=120):
+    """tshark's output for @pcap_path with the SA table @rows (src, dst,
+    spi, blob hex), run as nobody; it must end well."""
     conf = home / ".config/wireshark/les_sa"
     conf.write_text("".join(f'"{s}","{d}","{spi}","{b}"\n' for s, d, spi, b in rows))
     os.chmod(conf, 0o644)
     os.chmod(pcap_path, 0o644)
     r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
                         "--clear-groups", "env", f"HOME={home}", "tshark", "-n",
-                        "-r", str(pcap_path), "-T", "json", *extra],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    assert "Dissector bug" not in r.stderr, r.stderr
-    return [p["_source"]["layers"] for p in json.loads(r.stdout)]
+                        "-r", str(pcap_path), *args],
+                       capture_output=True, text=True, timeout=timeout)
+    assert r.returncode == 0 and "Dissector bug" not in r.stderr, r.stderr[-2000:]
+    return r.stdout
+
+
+def tshark(home, pcap_path, rows, *extra):
+    """tshark's JSON of @pcap_path, the layers of each frame."""
+    out = run_tshark(home, pcap_path, rows, "-T", "json", *extra)
+    return [p["_source"]["layers"] for p in json.loads(out)]
 
 
 def write(home, name, pkts):
@@ -427,16 +432,10 @@ def test_vm_mutants(plugin):
         path = plugin.parent / "mutants.pcap"
         pcap.write_pcap(str(path), [bytes.fromhex(h) for h in hexes])
         rows = [("*", "*", hex(sa["spi"]), sa["blob"]) for sa in meta["sas"]]
-        conf = plugin / ".config/wireshark/les_sa"
-        conf.write_text("".join(f'"{a}","{b}","{c}","{d}"\n' for a, b, c, d in rows))
-        r = subprocess.run(["setpriv", f"--reuid={NOBODY}", f"--regid={NOBODY}",
-                            "--clear-groups", "env", f"HOME={plugin}", "tshark", "-n",
-                            "-r", str(path), "-T", "fields", "-E", "separator=|",
-                            "-e", "les.spi", "-e", "les.l", "-e", "_ws.malformed",
-                            *[x for e in LES_EXPERTS for x in ("-e", e)]],
-                           capture_output=True, text=True, timeout=600)
-        assert r.returncode == 0 and "Dissector bug" not in r.stderr, r.stderr[-2000:]
-        lines = r.stdout.splitlines()
+        lines = run_tshark(plugin, path, rows, "-T", "fields", "-E", "separator=|",
+                           "-e", "les.spi", "-e", "les.l", "-e", "_ws.malformed",
+                           *[x for e in LES_EXPERTS for x in ("-e", e)],
+                           timeout=600).splitlines()
         assert len(lines) == len(hexes), k
         n = {"packets": len(hexes), "taken": 0, "flagged": 0, "lenient": 0}
         for h, line in zip(hexes, lines):
