@@ -110,8 +110,7 @@ bool les_accel_flow_busy(const struct les_flow *f)
 	const struct les_accel_flow *af = f->accel;
 
 	return af && (af->dir[0].held_bytes || af->dir[1].held_bytes ||
-		      les_rcv_relied_on(&af->dir[0]) ||
-		      les_rcv_relied_on(&af->dir[1]));
+		      les_rcv_relied_on(af, 0) || les_rcv_relied_on(af, 1));
 }
 
 /* The receiver's replay window, as its pep-view key gives it. */
@@ -320,8 +319,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 			les_rcv_data_seen(pn, af, from, pkt, view);
 		}
 		if (pkt->payload || !absorb) {
-			if (!(on || les_rcv_relied_on(d)) ||
-			    !les_rcv_data(pn, af, from, pkt, skb, view))
+			if (!les_rcv_data(pn, af, from, pkt, skb, view))
 				__skb_queue_tail(&todo->release, skb);
 		} else {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);

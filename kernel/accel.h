@@ -66,11 +66,7 @@ struct les_sa;
 #define LES_DRAIN_MAX_MS		30000
 #define LES_VIEW_HASH_BITS		6
 #define LES_HOP_LANE_BITS		6
-/*
- * The far PEP may send a flow's data past its receiver's window, for this
- * PEP to hold, until the flow has been this long without data off the hop
- * (receiver.c).
- */
+/* A key that went is kept this long after the newest data (drain.c). */
 #define LES_RCV_QUIET_MS		2000
 /* ACK thinning: a receiver's pure ACK waits at most this, or this much data. */
 #define LES_THIN_MS			20
@@ -395,7 +391,8 @@ static inline void les_held_timeout(struct les_held *h)
 }
 
 /* receiver.c: the receiver's side */
-bool les_rcv_relied_on(const struct les_accel_dir *d);
+bool les_rcv_relied_on(const struct les_accel_flow *af, unsigned int s);
+bool les_rcv_active(const struct les_accel_dir *d);
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
 		  struct sk_buff *skb, struct xfrm_state *view);

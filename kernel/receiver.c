@@ -50,11 +50,37 @@
  * peer-buffer) for this PEP to hold.  Forwarded instead, such a packet is
  * dropped by the receiver's TCP after its xfrm has seen the sequence
  * number: every resend of it is then refused as a replay, and the data,
- * ACKed early, is lost.  So the data of @s is still held past the window,
- * even with acceleration switched off or its keys gone (drain.c), while
- * some is held so, or while data has come lately.
+ * ACKed early, is lost.  The far PEP may send so while it keeps copies of
+ * the data of @s: as long as its flow outlives the newest data, a hop
+ * down that long included (LES_ACCEL_HOLD_TIMEOUT_S), and not once the
+ * receiver has ACKed the sender's FIN.  Until then the flow here is the
+ * only keeper of the receiver's window (flow.c), and holds what comes
+ * past it with acceleration switched off too.  Nothing comes off the hop
+ * while it is down: this cannot be told by how lately data came.
  */
-bool les_rcv_relied_on(const struct les_accel_dir *d)
+bool les_rcv_relied_on(const struct les_accel_flow *af, unsigned int s)
+{
+	const struct les_flow_side *snd = &af->flow->side[s];
+	const struct les_flow_side *rcv = &af->flow->side[!s];
+	const struct les_accel_dir *d = &af->dir[s];
+
+	if (!list_empty(&d->over))
+		return true;
+	if (!d->off_hop)
+		return false;
+	if (snd->fin && (rcv->flags_seen & LES_TCP_ACK) &&
+	    !after(snd->next, rcv->ack))
+		return false;
+	return time_before(jiffies, d->off_hop + LES_ACCEL_HOLD_TIMEOUT_S * HZ);
+}
+
+/*
+ * Does @d hold data past its receiver's window, or has data come lately?
+ * A key that went is kept for this long only (drain.c): once data has
+ * stopped, what the far PEP resends under it could not be delivered for
+ * long, since the endpoints let go of their SA too.
+ */
+bool les_rcv_active(const struct les_accel_dir *d)
 {
 	return !list_empty(&d->over) ||
 	       (d->off_hop &&

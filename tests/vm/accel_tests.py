@@ -1183,16 +1183,15 @@ def lost_resend(T, prof, sums):
 
 
 def hop_outage(T, prof, sums):
-    """The hop down (every packet lost, both ways) for the flow table's
-    idle timeout (2 s) plus 6 s (FULL=1: 5 s plus 30), once the hub holds
-    data of a 10 MB download.  A flow holding data ACKed early is not idle (docs/pep.md 3):
-    the hub keeps it and its copies through the outage, its timer resends
-    them once the hop is back, and all 10 MB arrive intact; nothing ACKed
-    early is lost.  The idle timeout is the hub's: the remote PEP's flow,
-    with nothing held past the window and nothing off the hop for 2 s,
-    expires like any other, and the hub's resends past the receiver's
-    window then find a flow that knows none and go on unheld (docs/accel.md
-    8; CI on 6.12, 2026-11-29: 668,220 bytes lost)."""
+    """The hop down (every packet lost, both ways) for the flow tables'
+    idle timeout (2 s, both PEPs) plus 6 s (FULL=1: 5 s plus 30), once the
+    hub holds data of a 10 MB download.  Neither flow is idle (docs/pep.md
+    3): the hub's holds data ACKed early, and keeps it and its copies
+    through the outage; the remote PEP's is the only keeper of the
+    receiver's window, which the hub's resends past it rely on, though
+    nothing came off the hop for seconds.  The hub's timer resends its
+    copies once the hop is back, the remote PEP makes no second flow, and
+    all 10 MB arrive intact; nothing ACKed early is lost."""
     idle, extra = (5, 30) if FULL else (2, 6)
     tb.Mode("les-pep", prof)
     before = {n: stats(n) for n in PEPS}
@@ -1204,24 +1203,32 @@ def hop_outage(T, prof, sums):
         wait_for(lambda: held("hpep") > 0, 60, 0.1)
         tb.hop_up(prof, "loss random 100%")
         time.sleep(idle + extra)
-        seen.update(held=held("hpep"), flows=hub_flows())
+        seen.update(held=held("hpep"), flows=hub_flows(),
+                    rpep_flows=json.loads(tb.sh(f"{tb.LESCTL} -j pep show", "rpep").stdout)["flows"])
         tb.hop_up(prof)
         return True
     try:
-        tb.sh(f"{tb.LESCTL} pep set idle-timeout {idle}", "hpep")
+        for n in PEPS:
+            tb.sh(f"{tb.LESCTL} pep set idle-timeout {idle}", n)
         res, _ = fetch_during("10M", sums, outage, 0, max_time=180)
     finally:
         tb.hop_up(prof)
-        tb.sh(f"{tb.LESCTL} pep set idle-timeout 300", "hpep", check=False)
+        for n in PEPS:
+            tb.sh(f"{tb.LESCTL} pep set idle-timeout 300", n, check=False)
     d = {n: delta(before[n], stats(n)) for n in PEPS}
+    r = d["rpep"]
     print(f"# hop outage: {idle + extra} s down, the hub held {seen.get('held')} bytes at its "
-          f"end; 10 MB in {res.get('total')} s; hub {d['hpep']}", flush=True)
+          f"end, the remote PEP had {seen.get('rpep_flows')} flows; 10 MB in {res.get('total')} s; "
+          f"remote PEP flows new {r.get('LesPepFlowsNew', 0)}, expired "
+          f"{r.get('LesPepFlowsExpired', 0)}; hub {d['hpep']}", flush=True)
     T.ok(res.get("status") == "ok" and seen.get("held", 0) > 0 and
          d["hpep"].get("LesAccelEarlyAckedBytes", 0) >= 10 ** 7 and
          f" held {seen['held']}" in seen.get("flows", "") and
+         seen.get("rpep_flows", 0) >= 1 and r.get("LesPepFlowsNew") == 1 and
          not any(d[n].get("LesAccelLost") for n in PEPS),
-         f"the hop down for the idle timeout ({idle} s) plus {extra} s mid-download: the hub keeps "
-         "the flow and what it ACKed early, and the 10 MB arrive intact (LesAccelLost 0)",
+         f"the hop down for both PEPs' idle timeout ({idle} s) plus {extra} s mid-download: "
+         "the hub keeps the flow and what it ACKed early, the remote PEP keeps the flow "
+         "that knows the receiver's window, and the 10 MB arrive intact (LesAccelLost 0)",
          {"fetch": res, "seen": seen, "peps": d})
 
 
