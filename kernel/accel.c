@@ -101,16 +101,21 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 /*
  * Does @f hold data ACKed early, or may the far PEP count on it to hold
  * what it sends past a receiver's window (receiver.c)?  Then it is the
- * only keeper of that data: neither evicted nor flushed (flow.c).  Made
+ * only keeper of that data, or of that window: neither evicted nor
+ * flushed, and idle only after LES_ACCEL_HOLD_TIMEOUT_S (flow.c).  Made
  * again from the next packet, it would know no window, and forward what
  * the far PEP sent past it.
  */
-bool les_accel_flow_busy(const struct les_flow *f)
+bool les_accel_flow_busy(const struct les_flow_table *t,
+			 const struct les_flow *f)
 {
+	const struct les_accel_net *an =
+		&container_of(t, struct les_pep_net, flows)->accel;
 	const struct les_accel_flow *af = f->accel;
 
 	return af && (af->dir[0].held_bytes || af->dir[1].held_bytes ||
-		      les_rcv_relied_on(af, 0) || les_rcv_relied_on(af, 1));
+		      les_rcv_relied_on(an, af, 0) ||
+		      les_rcv_relied_on(an, af, 1));
 }
 
 /* The receiver's replay window, as its pep-view key gives it. */
@@ -327,7 +332,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		}
 	}
 	/* Nothing left to do for it: a plain observed flow again. */
-	if (!on && !les_accel_flow_busy(f) && !af->dir[0].early && !af->dir[1].early)
+	if (!on && !les_accel_flow_busy(&pn->flows, f) &&
+	    !af->dir[0].early && !af->dir[1].early)
 		les_accel_flow_free(pn, f);
 	return;
 

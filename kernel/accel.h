@@ -26,6 +26,7 @@
 
 struct les_pep_net;
 struct les_flow;
+struct les_flow_table;
 struct les_pep_pkt;
 struct les_sa;
 
@@ -58,8 +59,9 @@ struct les_sa;
 #define LES_ACCEL_GUARD_MIN_MS		1000
 /*
  * How long a flow that holds data ACKed early outlives its last packet
- * (flow.c): about as long as the sender's TCP would have kept resending it
- * (tcp_retries2's 15 resends, 924 s at the least timeout).
+ * (flow.c), and one whose far PEP may hold some its newest data off the hop
+ * (receiver.c): about as long as the sender's TCP would have kept
+ * resending it (tcp_retries2's 15 resends, 924 s at the least timeout).
  */
 #define LES_ACCEL_HOLD_TIMEOUT_S	900
 /* How long a key that went keeps reading for the data it held (drain.c). */
@@ -322,6 +324,8 @@ struct les_accel_net {
 	 */
 	u64 held_bytes;
 	u64 mem;
+	/* A far PEP has sent data past a receiver's window here (receiver.c). */
+	bool held_past_window;
 	struct les_pacer pacer;
 	/* FORWARD's own continuation, per family (pace.c). */
 	int (*fwd_okfn[2])(struct net *net, struct sock *sk, struct sk_buff *skb);
@@ -346,7 +350,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 void les_accel_batch_start(struct les_pep_net *pn);
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
-bool les_accel_flow_busy(const struct les_flow *f);
+bool les_accel_flow_busy(const struct les_flow_table *t,
+			 const struct les_flow *f);
 void les_accel_early_stop(struct les_accel_dir *d);
 void les_accel_release(struct les_accel_net *an, struct sk_buff *skb);
 void les_accel_note_okfn(struct les_accel_net *an,
@@ -391,8 +396,9 @@ static inline void les_held_timeout(struct les_held *h)
 }
 
 /* receiver.c: the receiver's side */
-bool les_rcv_relied_on(const struct les_accel_flow *af, unsigned int s);
-bool les_rcv_active(const struct les_accel_dir *d);
+bool les_rcv_relied_on(const struct les_accel_net *an,
+		       const struct les_accel_flow *af, unsigned int s);
+bool les_rcv_recent(const struct les_accel_dir *d);
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
 		  struct sk_buff *skb, struct xfrm_state *view);

@@ -204,7 +204,7 @@ bool les_drain_flow_reads(struct les_flow *f, unsigned int from,
  * packets reads the ACKs and window of the data of !@s, and the data of
  * @s: a flow needs it while the data of !@s is held here as copies, or
  * while the data of either comes past its receiver's window
- * (les_rcv_active()).  Once it has let go of a key that went, the
+ * (les_rcv_recent()).  Once it has let go of a key that went, the
  * connection is not accelerated again until a packet of @s comes under a
  * valid key (a rekey): the ACKs that would free what it held could not be
  * read.  True if the flow was let go (the drain ended).
@@ -232,8 +232,8 @@ bool les_drain_flow(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (!les_view_gone(v))
 			continue;
 		af->flow->side[s].key_went = true;
-		if (!data->held_bytes && !les_rcv_active(data) &&
-		    !les_rcv_active(d)) {
+		if (!data->held_bytes && !les_rcv_recent(data) &&
+		    !les_rcv_recent(d)) {
 			les_view_put(pn, &d->view);
 			continue;
 		}

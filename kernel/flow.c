@@ -28,6 +28,7 @@
 #define LES_FLOW_EVICT_SCAN	16	/* oldest flows a new one may replace */
 #define LES_FLOW_GC_BUDGET	4096	/* flows a GC run may free */
 #define LES_FLOW_FLUSH_BATCH	256	/* flows freed per hold of the lock */
+#define LES_FLOW_KEPT_SCAN	1024	/* kept flows a GC run looks at */
 
 /* Charged to the namespace's memory cgroup (pep.c sets it active). */
 static struct kmem_cache *les_flow_cache __read_mostly;
@@ -94,16 +95,18 @@ static void les_flow_free(struct les_flow_table *t, struct les_flow *f)
 
 /*
  * Idle past the timeout.  A flow that holds data ACKed early in its
- * receiver's name is the only keeper of that data: it waits out a hop
- * that is down, for LES_ACCEL_HOLD_TIMEOUT_S at least, as the sender's
- * TCP would have kept trying (the PEP's own resends do not refresh it).
+ * receiver's name is the only keeper of that data, and one whose far PEP
+ * may send past its receiver's window the only keeper of that window: it
+ * waits out a hop that is down, for LES_ACCEL_HOLD_TIMEOUT_S at least, as
+ * the sender's TCP would have kept trying (the PEP's own resends do not
+ * refresh it).
  */
 static bool les_flow_idle(const struct les_flow_table *t,
 			  const struct les_flow *f, unsigned long now)
 {
 	unsigned long timeout = t->idle_timeout;
 
-	if (les_accel_flow_busy(f))
+	if (les_accel_flow_busy(t, f))
 		timeout = max_t(unsigned long, timeout, LES_ACCEL_HOLD_TIMEOUT_S);
 	return time_after_eq(now, f->last_seen + timeout * HZ);
 }
@@ -115,8 +118,8 @@ static bool les_flow_evict_one(struct les_flow_table *t, unsigned long now)
 	struct les_flow *f;
 
 	list_for_each_entry(f, &t->lru, lru) {
-		/* What a flow holds was ACKed in its receiver's name. */
-		if (les_accel_flow_busy(f)) {
+		/* Its data or window kept for the receiver (les_flow_idle()). */
+		if (les_accel_flow_busy(t, f)) {
 			if (++scanned == LES_FLOW_EVICT_SCAN)
 				break;
 			continue;
@@ -313,34 +316,57 @@ bool les_flow_peek(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 	return ret;
 }
 
+/*
+ * Flows idle past the timeout go, unless the engine keeps them
+ * (les_flow_idle()): those move to @kept, off the list that eviction and
+ * this walk take oldest first, which they would otherwise block.  A
+ * packet moves one back (les_flow_seen()).  The kept are looked at in
+ * turn, a bounded number a run.
+ */
 static void les_flow_gc(struct work_struct *work)
 {
 	struct les_flow_table *t = container_of(to_delayed_work(work),
 						struct les_flow_table, gc);
-	unsigned int budget = LES_FLOW_GC_BUDGET;
+	unsigned int budget = LES_FLOW_GC_BUDGET, n;
 	unsigned long now = jiffies;
 	struct les_flow *f, *tmp;
 	bool more, freed = false;
+	LIST_HEAD(seen);
 
 	spin_lock_bh(&t->lock);
 	list_for_each_entry_safe(f, tmp, &t->lru, lru) {
 		if (!budget)
 			break;
-		if (t->count > les_flow_max(t) && !les_accel_flow_busy(f)) {
+		if (t->count > les_flow_max(t) && !les_accel_flow_busy(t, f)) {
 			/* The limit was lowered: the oldest go first. */
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EVICTED);
 			freed = true;
-		} else if (les_flow_idle(t, f, now)) {
+		} else if (!time_after_eq(now, f->last_seen + t->idle_timeout * HZ)) {
+			break;
+		} else if (les_accel_flow_busy(t, f)) {
+			list_move_tail(&f->lru, &t->kept);
+		} else {
 			les_flow_free(t, f);
 			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EXPIRED);
 			freed = true;
-		} else if (!time_after_eq(now, f->last_seen + t->idle_timeout * HZ)) {
-			break;
 		}
-		/* Else idle but holding: it waits, younger ones may not. */
 		budget--;
 	}
+	for (n = 0; n < LES_FLOW_KEPT_SCAN && !list_empty(&t->kept); n++) {
+		f = list_first_entry(&t->kept, struct les_flow, lru);
+		if (les_flow_idle(t, f, now)) {
+			les_flow_free(t, f);
+			les_stat_inc(t->net, LES_STAT_PEP_FLOWS_EXPIRED);
+			freed = true;
+		} else if (!les_accel_flow_busy(t, f)) {
+			/* Let go, and idle-timeout raised since: the oldest. */
+			list_move(&f->lru, &t->lru);
+		} else {
+			list_move_tail(&f->lru, &seen);
+		}
+	}
+	list_splice_tail(&seen, &t->kept);
 	more = t->count > 0;
 	spin_unlock_bh(&t->lock);
 	/* At once again only if this run freed all it could: no spinning. */
@@ -351,8 +377,8 @@ static void les_flow_gc(struct work_struct *work)
 
 /*
  * In batches: a table of millions never holds the lock for long.  With
- * @keep_busy (an operator's flush), flows that hold data ACKed early stay,
- * in their order, until their receivers have it: freed, it would be lost.
+ * @keep_busy (an operator's flush), the flows the engine keeps stay, in
+ * their order (les_flow_idle()): freed, what they keep would be lost.
  */
 void les_flow_flush(struct les_flow_table *t, bool keep_busy)
 {
@@ -368,13 +394,14 @@ void les_flow_flush(struct les_flow_table *t, bool keep_busy)
 	 * table is.  Only under the lock is either list touched.
 	 */
 	spin_lock_bh(&t->lock);
-	list_splice_init(&t->lru, &todo);
+	list_splice_init(&t->kept, &todo);
+	list_splice_tail_init(&t->lru, &todo);
 	spin_unlock_bh(&t->lock);
 	do {
 		spin_lock_bh(&t->lock);
 		for (n = 0; n < LES_FLOW_FLUSH_BATCH && !list_empty(&todo); n++) {
 			f = list_first_entry(&todo, struct les_flow, lru);
-			if (keep_busy && les_accel_flow_busy(f))
+			if (keep_busy && les_accel_flow_busy(t, f))
 				list_move_tail(&f->lru, &kept);
 			else
 				les_flow_free(t, f);
@@ -460,6 +487,7 @@ int les_flow_table_init(struct les_flow_table *t, struct net *net)
 
 	spin_lock_init(&t->lock);
 	INIT_LIST_HEAD(&t->lru);
+	INIT_LIST_HEAD(&t->kept);
 	INIT_DELAYED_WORK(&t->gc, les_flow_gc);
 	err = rhashtable_init(&t->ht, &les_flow_params);
 	if (err)

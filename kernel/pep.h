@@ -109,6 +109,7 @@ struct les_flow_table {
 	spinlock_t lock;		/* everything below, flows included */
 	struct rhashtable ht;
 	struct list_head lru;
+	struct list_head kept;		/* idle, kept by the engine (flow.c) */
 	unsigned int count;
 	struct delayed_work gc;
 	u32 gen;			/* bumped when a flow comes or goes: dumps */

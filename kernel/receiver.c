@@ -50,15 +50,23 @@
  * peer-buffer) for this PEP to hold.  Forwarded instead, such a packet is
  * dropped by the receiver's TCP after its xfrm has seen the sequence
  * number: every resend of it is then refused as a replay, and the data,
- * ACKed early, is lost.  The far PEP may send so while it keeps copies of
- * the data of @s: as long as its flow outlives the newest data, a hop
- * down that long included (LES_ACCEL_HOLD_TIMEOUT_S), and not once the
- * receiver has ACKed the sender's FIN.  Until then the flow here is the
- * only keeper of the receiver's window (flow.c), and holds what comes
- * past it with acceleration switched off too.  Nothing comes off the hop
- * while it is down: this cannot be told by how lately data came.
+ * ACKed early, is lost.  Nothing comes off the hop while it is down, so
+ * how lately data came cannot tell whether the far PEP still holds some.
+ *
+ * True while the far PEP may send the data of @s past the window: while
+ * some is held here, and else for LES_ACCEL_HOLD_TIMEOUT_S after the
+ * newest data, as long as a flow holding data ACKed early outlives its
+ * last packet (flow.c); not before a far PEP has sent past a window here,
+ * unless this PEP has a peer-buffer (the far PEP of a pair set up alike
+ * sends past windows too, after a hop outage if not before), nor before
+ * the receiver has answered
+ * (one segment to a silent host keeps nothing), nor after a RST or once
+ * the receiver has ACKed the sender's FIN.  The flow here is then the
+ * only keeper of the receiver's window: it is not let go (flow.c), and
+ * holds what comes past the window with acceleration off too.
  */
-bool les_rcv_relied_on(const struct les_accel_flow *af, unsigned int s)
+bool les_rcv_relied_on(const struct les_accel_net *an,
+		       const struct les_accel_flow *af, unsigned int s)
 {
 	const struct les_flow_side *snd = &af->flow->side[s];
 	const struct les_flow_side *rcv = &af->flow->side[!s];
@@ -66,21 +74,23 @@ bool les_rcv_relied_on(const struct les_accel_flow *af, unsigned int s)
 
 	if (!list_empty(&d->over))
 		return true;
-	if (!d->off_hop)
+	if (!d->off_hop ||
+	    !(an->held_past_window || READ_ONCE(an->cfg.peer_buffer)) ||
+	    !(rcv->flags_seen & LES_TCP_ACK) ||
+	    ((snd->flags_seen | rcv->flags_seen) & LES_TCP_RST))
 		return false;
-	if (snd->fin && (rcv->flags_seen & LES_TCP_ACK) &&
-	    !after(snd->next, rcv->ack))
+	if (snd->fin && !after(snd->next, rcv->ack))
 		return false;
 	return time_before(jiffies, d->off_hop + LES_ACCEL_HOLD_TIMEOUT_S * HZ);
 }
 
 /*
- * Does @d hold data past its receiver's window, or has data come lately?
- * A key that went is kept for this long only (drain.c): once data has
- * stopped, what the far PEP resends under it could not be delivered for
- * long, since the endpoints let go of their SA too.
+ * Is data of @d held past its receiver's window, or has some come within
+ * LES_RCV_QUIET_MS?  A key that went is kept that long only (drain.c):
+ * once data has stopped, the endpoints let go of their SA too, and what
+ * the far PEP resends under it could not be delivered for long.
  */
-bool les_rcv_active(const struct les_accel_dir *d)
+bool les_rcv_recent(const struct les_accel_dir *d)
 {
 	return !list_empty(&d->over) ||
 	       (d->off_hop &&
@@ -137,6 +147,7 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (!after(pos->seq, h->seq))
 			break;
 	list_add(&h->node, &pos->node);
+	an->held_past_window = true;
 	d->over_bytes += pkt->payload;
 	an->held_bytes += pkt->payload;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_WINDOW_HELD);

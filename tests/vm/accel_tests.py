@@ -1188,8 +1188,9 @@ def hop_outage(T, prof, sums):
     hub holds data of a 10 MB download.  Neither flow is idle (docs/pep.md
     3): the hub's holds data ACKed early, and keeps it and its copies
     through the outage; the remote PEP's is the only keeper of the
-    receiver's window, which the hub's resends past it rely on, though
-    nothing came off the hop for seconds.  The hub's timer resends its
+    receiver's window, which what the hub sends once the hop is back
+    (past the window, up to its peer-buffer) relies on, though nothing came
+    off the hop for seconds.  The hub's timer resends its
     copies once the hop is back, the remote PEP makes no second flow, and
     all 10 MB arrive intact; nothing ACKed early is lost."""
     idle, extra = (5, 30) if FULL else (2, 6)
@@ -1591,6 +1592,35 @@ def flows_holding(n):
     return (sum(1 for h in held if h), sum(held))
 
 
+def full_table_fetches(sums):
+    """At the remote PEP, with the idle connections of idle_flows open: a
+    1 MB fetch (the hub sends past the client's window, so that the remote
+    PEP knows it may), then the idle timeout lowered to 2 s: the idle
+    connections' flows, which the hub may still send past a window, are
+    kept, off the table's LRU list, and every other flow expires.  Then
+    max-flows one above the flows left, and two more 1 MB fetches: the
+    last finds the table full and must evict the one before it, closed,
+    past the kept.  Returns (the first fetch, facts)."""
+    n, conf = "rpep", json.loads(tb.sh(f"{tb.LESCTL} -j pep show", "rpep").stdout)
+    facts = {}
+    try:
+        res = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        facts["window_held"] = stats(n).get("LesAccelWindowHeld", 0)
+        tb.sh(f"{tb.LESCTL} pep set idle-timeout 2", n)
+        time.sleep(5)
+        facts["kept"] = json.loads(tb.sh(f"{tb.LESCTL} -j pep show", n).stdout)["flows"]
+        tb.sh(f"{tb.LESCTL} pep set max-flows {facts['kept'] + 1}", n)
+        a = stats(n)
+        facts["second"] = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        facts["third"] = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        d = delta(a, stats(n))
+        facts.update(full=d.get("LesPepTableFull", 0), evicted=d.get("LesPepFlowsEvicted", 0))
+    finally:
+        tb.sh(f"{tb.LESCTL} pep set max-flows {conf['max_flows']} idle-timeout "
+              f"{conf['idle_timeout']}", n, check=False)
+    return res, facts
+
+
 def idle_flows(T, prof, sums):
     """LES_IDLE_FLOWS connections (1,000; make check FULL=1: 10,000), each
     a request and a reply through both accelerating PEPs, then idle.  Once
@@ -1624,7 +1654,7 @@ def idle_flows(T, prof, sums):
         ticks = {p: tick_sample(p, 3) for p in PEPS}
         holding = {p: flows_holding(p) for p in PEPS}
         accelerated = delta(before["hpep"], stats("hpep")).get("LesAccelFlows", 0)
-        res = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        res, kept = full_table_fetches(sums)
         out, _ = cli.communicate("close\n", timeout=120)
         closed = out.split()
     finally:
@@ -1646,6 +1676,12 @@ def idle_flows(T, prof, sums):
          "fetch: every reply and the fetch arrive intact, every idle connection stays open",
          {"ready": ready, "closed": closed, "accelerated": accelerated, "fetch": res,
           "peps": d})
+    T.ok(kept.get("kept", 0) >= n // 10 and kept.get("full") == 0 and
+         kept.get("evicted", 0) >= 1 and res.get("status") == "ok" and
+         all(kept.get(k, {}).get("status") == "ok" for k in ("second", "third")),
+         "the remote PEP keeps the idle connections' flows past its idle timeout (the hub "
+         "may still send past their windows), yet a new flow under a full table evicts a "
+         "closed one, not finding the kept ones in its way: three 1 MB fetches intact", kept)
     T.ok(quiet and all(ticks[p]["ticks"] and ticks[p]["flows_per_tick"] < 1 and
                        ticks[p]["us_per_tick"] < 1000 for p in PEPS),
          f"with {n} idle connections through the engine ({accelerated} directions taken "
