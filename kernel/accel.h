@@ -269,6 +269,7 @@ struct les_pacer {
 	struct hrtimer timer;
 	struct net *net;
 	ktime_t next;		/* earliest time of the next packet */
+	s64 late_avg_ns;	/* how late the timer fires, smoothed */
 	u32 rate;		/* kbit/s, 0: no pacing */
 	unsigned int bytes;	/* queued */
 	bool armed;		/* the timer will run */
@@ -282,8 +283,11 @@ struct les_pacer {
  */
 #define LES_PACER_QUEUE_MS	60
 #define LES_PACER_QUEUE_MIN	(16U << 10)
-/* How late the pacer may make up for (a timer's lateness), in time. */
-#define LES_PACER_SLACK_US	2000
+/*
+ * How late the pacer may make up for, in time: twice how late its timer
+ * fires, this much at least, and at most LES_PACER_QUEUE_MS (pace.c).
+ */
+#define LES_PACER_SLACK_MIN_US	2000
 /*
  * What a hop lane keeps of the packets that only pass (not copies this
  * PEP holds): this long at the hop's rate, this many packets.  Beyond it

@@ -65,15 +65,39 @@ void les_accel_release(struct les_accel_net *an, struct sk_buff *skb)
 	rcu_read_unlock();
 }
 
-/* Send what is due; returns when the next packet is, or 0 if none waits. */
-static ktime_t les_pacer_run(struct les_pacer *p)
+/*
+ * Send what is due; returns when the next packet is, or 0 if none waits.
+ * @due: when the timer was to fire, or 0 if it did not fire.
+ */
+static ktime_t les_pacer_run(struct les_pacer *p, ktime_t due)
 {
-	struct sk_buff_head due;
+	struct sk_buff_head due_q;
 	struct sk_buff *skb;
 	ktime_t now = ktime_get(), next = 0;
+	s64 slack;
 
-	__skb_queue_head_init(&due);
+	__skb_queue_head_init(&due_q);
 	spin_lock(&p->lock);
+	/*
+	 * A timer that fires late may catch up: the link lost nothing while
+	 * we were late.  By a little on a host that keeps time, a burst that
+	 * short fits any queue; by twice how late the timer fires, smoothed,
+	 * on one that does not (a loaded CPU, an emulated machine).  Held to
+	 * a little there, a timer late by L each time would send only that
+	 * much per L, and the pacer, not the hop, would set the rate.  At
+	 * most what the queue holds at its rate: bursts no longer than those
+	 * of the senders it stands for.
+	 */
+	if (due) {
+		s64 late = min_t(s64, ktime_to_ns(ktime_sub(now, due)),
+				 LES_PACER_QUEUE_MS * NSEC_PER_MSEC);
+
+		if (late > 0)
+			p->late_avg_ns += (late - p->late_avg_ns) / 8;
+	}
+	slack = clamp_t(s64, 2 * p->late_avg_ns,
+			LES_PACER_SLACK_MIN_US * NSEC_PER_USEC,
+			LES_PACER_QUEUE_MS * NSEC_PER_MSEC);
 	while ((skb = skb_peek(&p->q))) {
 		if (p->rate && ktime_before(now, p->next)) {
 			next = p->next;
@@ -81,14 +105,9 @@ static ktime_t les_pacer_run(struct les_pacer *p)
 		}
 		__skb_unlink(skb, &p->q);
 		p->bytes -= skb->len;
-		__skb_queue_tail(&due, skb);
+		__skb_queue_tail(&due_q, skb);
 		if (p->rate) {
-			/*
-			 * A timer that fires late may catch up, by at most
-			 * LES_PACER_SLACK_US: the link lost nothing while we
-			 * were late, and a burst that short fits any queue.
-			 */
-			ktime_t base = ktime_sub_us(now, LES_PACER_SLACK_US);
+			ktime_t base = ktime_sub_ns(now, slack);
 
 			if (ktime_after(p->next, base))
 				base = p->next;
@@ -98,7 +117,7 @@ static ktime_t les_pacer_run(struct les_pacer *p)
 	/* Nothing left: the timer stops, and the next packet starts it. */
 	p->armed = next;
 	spin_unlock(&p->lock);
-	while ((skb = __skb_dequeue(&due)))
+	while ((skb = __skb_dequeue(&due_q)))
 		les_accel_release(container_of(p, struct les_accel_net, pacer), skb);
 	return next;
 }
@@ -106,7 +125,7 @@ static ktime_t les_pacer_run(struct les_pacer *p)
 static enum hrtimer_restart les_pacer_timer(struct hrtimer *t)
 {
 	struct les_pacer *p = container_of(t, struct les_pacer, timer);
-	ktime_t next = les_pacer_run(p);
+	ktime_t next = les_pacer_run(p, hrtimer_get_expires(t));
 
 	if (!next)
 		return HRTIMER_NORESTART;
@@ -122,6 +141,7 @@ void les_pacer_init(struct les_pacer *p, struct net *net)
 	p->timer.function = les_pacer_timer;
 	p->net = net;
 	p->next = 0;
+	p->late_avg_ns = 0;
 	p->rate = 0;
 	p->bytes = 0;
 	p->armed = false;
@@ -176,6 +196,9 @@ void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list)
 	skb_queue_splice_tail_init(list, &p->q);
 	arm = !p->armed;
 	p->armed = true;
+	/* From idle, a burst is only what the timer then comes late by. */
+	if (arm && ktime_before(p->next, ktime_get()))
+		p->next = ktime_get();
 	spin_unlock(&p->lock);
 	/*
 	 * Only the timer sends, so packets leave in the order they were
@@ -194,7 +217,7 @@ void les_pacer_stop(struct les_pacer *p)
 	spin_lock(&p->lock);
 	p->rate = 0;
 	spin_unlock(&p->lock);
-	les_pacer_run(p);
+	les_pacer_run(p, 0);
 	local_bh_enable();
 }
 

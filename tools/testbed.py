@@ -55,6 +55,7 @@ AEAD = "'rfc4106(gcm(aes))'"
 # default modes, only with one.
 PEPSAL = os.environ.get("LES_PEPSAL", "")
 PEPSAL_PORT = 5000
+HOG = 0                                 # busy loops beside the namespaces (--hog)
 
 NS = ("client", "rpep", "hpep", "server")
 # (namespace, device, address, peer namespace, peer device): one per veth end.
@@ -968,10 +969,19 @@ def cmd_run(a):
     results = f"{a.out}/results.jsonl"
     load_les(a.ko)
     sh(f"rm -rf {WORK} && mkdir -p {WORK}")
+    # A loaded host: busy loops beside the namespaces, for the whole run.
+    global HOG
+    HOG = a.hog if a.hog >= 0 else s.get("hog", 0)
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(HOG)]
+    if hogs:
+        print(f"testbed: {HOG} busy loops run beside the namespaces (--hog)", flush=True)
     try:
         done, failed, skipped = fetch_all(profiles, modes, workloads, reps, max_time, results,
                                           a.budget)
     finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
         ike_down()
         flush_sas()
         topology_down()
@@ -1061,7 +1071,7 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results, budget=None):
                                                why=reading.get("why", []) + [clear_why])
                         line = dict(profile=pname, mode=mname, workload=wname, rep=rep, **res,
                                     bytes=workload_bytes(w), bound=round(b, 3),
-                                    params=params, kernel=kernel, timing=reading)
+                                    params=params, kernel=kernel, timing=reading, hog=HOG)
                         out.write(json.dumps(line) + "\n")
                         out.flush()
                         print(f" {res['total']} s {res['status']}", flush=True)
@@ -1189,6 +1199,8 @@ def main():
     r.add_argument("--budget", type=int, default=0, metavar="S",
                    help="start no fetch that would end past S seconds; say what was left")
     r.add_argument("--pepsal", default="", metavar="PATH", help="a PEPsal binary: mode pepsal")
+    r.add_argument("--hog", type=int, default=-1, metavar="N",
+                   help="N busy loops beside the namespaces: a loaded host (default: the set's)")
     p = sub.add_parser("report", help="tables and chart from results.jsonl")
     p.add_argument("results")
     p.add_argument("--png", default="")
