@@ -1115,7 +1115,8 @@ def tables(results):
             r["mode"] == m and r["workload"] == w for r in rs) else ("-", None) for w in wls])
             for m in modes]
         bounds = [next(r["bound"] for r in rs if r["workload"] == w) for w in wls]
-        out[pname] = (rs[0]["params"], rs[0]["kernel"], wls, rows, bounds)
+        kernel = rs[0]["kernel"] + (f", {rs[0]['hog']} busy loops beside" if rs[0].get("hog") else "")
+        out[pname] = (rs[0]["params"], kernel, wls, rows, bounds)
     return out
 
 
