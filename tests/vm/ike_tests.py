@@ -384,13 +384,21 @@ def move(ns, old, new):
     """ns's (a's or b's) address on its link to m goes from old to new
     (MOBIKE: charon sees it go, and moves the IKE_SAs and CHILD_SAs)."""
     peer, dev = ("b", "a-m") if ns == "a" else ("a", "b-m")
+    routes = ((f"ip route replace {ADDR[peer]}/32 via {PEP_ADDRS[ns]}", ns),
+              (f"ip route replace {INNER[peer]}/32 via {PEP_ADDRS[ns]} src {INNER[ns]}", ns),
+              (f"ip route replace {new}/32 via {PEP_ADDRS[peer]}", peer))
     sh(f"sysctl -qw net.ipv4.conf.all.promote_secondaries=1 "
        f"net.ipv4.conf.{dev}.promote_secondaries=1", ns=ns)
     sh(f"ip addr add {new}/24 dev {dev}", ns=ns)
+    # The routes before the old address goes: charon's roam, on its going,
+    # then finds the new address's path to the peer at once.  Without one
+    # it probes every address MOBIKE knows, and the first to answer (IPv6
+    # too) wins (seen in make check, 2026-11-29).
+    for cmd, where in routes:
+        sh(cmd, ns=where)
     sh(f"ip addr del {old}/24 dev {dev}", ns=ns)
-    sh(f"ip route replace {ADDR[peer]}/32 via {PEP_ADDRS[ns]}", ns=ns)
-    sh(f"ip route replace {INNER[peer]}/32 via {PEP_ADDRS[ns]} src {INNER[ns]}", ns=ns)
-    sh(f"ip route replace {new}/32 via {PEP_ADDRS[peer]}", ns=peer)
+    for cmd, where in routes:
+        sh(cmd, ns=where)
 
 
 def at(ns, spi):
