@@ -59,6 +59,8 @@ class Charon:
         self.run = run
         self.uri = f"unix://{run}/charon.vici"
         self.p = None
+        # The interfaces charon may use and announce (MOBIKE), or all.
+        self.interfaces = None
 
     def write(self, plugin_conf, swanctl_conf, append=False, level=None):
         """strongswan.conf (@plugin_conf inside charon.plugins.les) and
@@ -68,11 +70,12 @@ class Charon:
         os.makedirs(f"{self.etc}/swanctl", exist_ok=True)
         plugins = ("les " if self.les else "") + PLUGINS
         level = level if level is not None else (4 if self.les else 1)
+        use = f"\tinterfaces_use = {self.interfaces}\n" if self.interfaces else ""
         with open(f"{self.etc}/strongswan.conf", "w") as f:
             f.write(f"""charon {{
 	load = {plugins}
 	install_routes = no
-	plugins {{
+{use}	plugins {{
 		les {{
 {plugin_conf}
 		}}
