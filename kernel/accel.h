@@ -328,7 +328,10 @@ struct les_accel_net {
 	 */
 	u64 held_bytes;
 	u64 mem;
-	/* A far PEP has sent data past a receiver's window here (receiver.c). */
+	/*
+	 * A far PEP has sent data past a receiver's window here (receiver.c):
+	 * flow table lock, like every reader.
+	 */
 	bool held_past_window;
 	struct les_pacer pacer;
 	/* FORWARD's own continuation, per family (pace.c). */

@@ -187,45 +187,58 @@ def topology_down():
     # SAs first: a namespace outlives its name while an orphaned socket in
     # it still retransmits, and its SAs would hold les.ko that long.
     flush_sas()
-    for n in NS:
-        sh(f"ip netns del {ns(n)}", check=False)
+    gone = [f"netns del {ns(n)}" for n in NS if os.path.exists(f"/run/netns/{ns(n)}")]
+    if gone:
+        sh("ip -force -batch - <<'EOF'\n" + "\n".join(gone) + "\nEOF", check=False)
+
+
+def link_mac(i):
+    """The MAC address of LINKS[@i]'s device: set, so that each
+    namespace's neighbours go in with its addresses."""
+    return f"02:4c:45:53:00:{i:02x}"
 
 
 def topology_up():
+    """The four namespaces: a script for the VM's own and one per
+    namespace, its `ip` part one `ip -batch` (under emulation every exec
+    counts: a debug kernel's takes a second)."""
     topology_down()
-    for n in NS:
-        sh(f"ip netns add {ns(n)}")
-        sh("ip link set dev lo up", n)
-    for a, da, _, b, db in LINKS:
-        if a < b:
-            sh(f"ip link add dev {da} netns {ns(a)} type veth peer name {db} netns {ns(b)}")
     net, hostlen, nodad = (64, 128, " nodad") if FAMILY == 6 else (24, 32, "")
-    for n, dev, addr, _, _ in LINKS:
-        sh(f"ip addr add {plan(addr)}/{net} dev {dev}{nodad} && ip link set dev {dev} up", n)
-        # netem must see the packets the wire carries, not 64 kB aggregates.
-        sh(f"ethtool -K {dev} tso off gso off gro off", n)
-    mac = {(n, dev): json.loads(sh(f"ip -j link show dev {dev}", n).stdout)[0]["address"]
-           for n, dev, _, _, _ in LINKS}
+    mac = {(n, dev): link_mac(i) for i, (n, dev, _, _, _) in enumerate(LINKS)}
     addr = {(n, dev): plan(v4) for n, dev, v4, _, _ in LINKS}
+    root = [f"netns add {ns(n)}" for n in NS]
+    root += [f"link add dev {da} address {mac[(a, da)]} netns {ns(a)} type veth "
+             f"peer name {db} address {mac[(b, db)]} netns {ns(b)}"
+             for a, da, _, b, db in LINKS if a < b]
+    sh("ip -batch - <<'EOF'\n" + "\n".join(root) + "\nEOF")
+    ipb = {n: ["link set dev lo up"] for n in NS}
+    other = {n: ["set -e"] for n in NS}
     for n, dev, _, pn, pdev in LINKS:
-        # No ARP across the hop in the middle of a measurement.
-        sh(f"ip neigh replace {addr[(pn, pdev)]} lladdr {mac[(pn, pdev)]} dev {dev} nud permanent", n)
+        ipb[n] += [f"addr add {addr[(n, dev)]}/{net} dev {dev}{nodad}",
+                   f"link set dev {dev} up",
+                   # No ARP across the hop in the middle of a measurement.
+                   f"neigh replace {addr[(pn, pdev)]} lladdr {mac[(pn, pdev)]} dev {dev} "
+                   "nud permanent"]
+        # netem must see the packets the wire carries, not 64 kB aggregates.
+        other[n].append(f"ethtool -K {dev} tso off gso off gro off")
     for n in ("rpep", "hpep"):
-        sh("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1", n)
-    for n in ("client", "server"):
-        sh(f"ip link add dev in0 type dummy && ip link set dev in0 up && "
-           f"ip addr add {INNER[n]}/{hostlen} dev in0{nodad}", n)
+        other[n].append("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1")
     cli, srv, cli2 = INNER["client"], INNER["server"], client_addr(1)
-    sh(f"ip addr add {cli2}/{hostlen} dev in0{nodad}", "client")
-    sh(f"ip route add {cli2}/{hostlen} via {plan('10.1.0.1')}", "rpep")
-    sh(f"ip route add default via {plan('10.1.0.254')} && "
-       f"ip route add {srv}/{hostlen} via {plan('10.1.0.254')} src {cli}", "client")
-    sh(f"ip route add default via {plan('10.3.0.254')} && "
-       f"ip route add {cli}/{hostlen} via {plan('10.3.0.254')} src {srv}", "server")
-    sh(f"ip route add default via {plan('10.2.0.2')} && "
-       f"ip route add {cli}/{hostlen} via {plan('10.1.0.1')}", "rpep")
-    sh(f"ip route add default via {plan('10.2.0.1')} && "
-       f"ip route add {srv}/{hostlen} via {plan('10.3.0.1')}", "hpep")
+    for n in ("client", "server"):
+        ipb[n] += ["link add dev in0 type dummy", "link set dev in0 up",
+                   f"addr add {INNER[n]}/{hostlen} dev in0{nodad}"]
+    ipb["client"] += [f"addr add {cli2}/{hostlen} dev in0{nodad}",
+                      f"route add default via {plan('10.1.0.254')}",
+                      f"route add {srv}/{hostlen} via {plan('10.1.0.254')} src {cli}"]
+    ipb["server"] += [f"route add default via {plan('10.3.0.254')}",
+                      f"route add {cli}/{hostlen} via {plan('10.3.0.254')} src {srv}"]
+    ipb["rpep"] += [f"route add {cli2}/{hostlen} via {plan('10.1.0.1')}",
+                    f"route add default via {plan('10.2.0.2')}",
+                    f"route add {cli}/{hostlen} via {plan('10.1.0.1')}"]
+    ipb["hpep"] += [f"route add default via {plan('10.2.0.1')}",
+                    f"route add {srv}/{hostlen} via {plan('10.3.0.1')}"]
+    for n in NS:
+        sh("\n".join(other[n] + ["ip -batch - <<'EOF'", *ipb[n], "EOF"]), n)
 
 
 def endpoint_tcp(profiles):
@@ -233,11 +246,14 @@ def endpoint_tcp(profiles):
     value), except: a buffer maximum above every profile's BDP, and no
     cached metrics, so that each fetch starts as a fresh host would."""
     need = max(4 * p["down_kbit"] * 1000 / 8 * p["rtt_ms"] / 1000 for p in profiles)
+    names = ("tcp_rmem", "tcp_wmem")
     for n in ("client", "server"):
-        for name in ("tcp_rmem", "tcp_wmem"):
-            lo, mid, hi = sh(f"sysctl -n net.ipv4.{name}", n).stdout.split()
-            sh(f"sysctl -qw net.ipv4.{name}='{lo} {mid} {max(int(hi), int(need))}'", n)
-        sh("sysctl -qw net.ipv4.tcp_no_metrics_save=1", n)
+        now = sh("sysctl -n " + " ".join(f"net.ipv4.{x}" for x in names), n).stdout.splitlines()
+        sets = []
+        for name, line in zip(names, now):
+            lo, mid, hi = line.split()
+            sets.append(f"net.ipv4.{name}='{lo} {mid} {max(int(hi), int(need))}'")
+        sh(f"sysctl -qw {' '.join(sets)} net.ipv4.tcp_no_metrics_save=1", n)
 
 
 def hop_up(prof, extra=""):
@@ -457,41 +473,51 @@ class Mode:
 
     def counters(self):
         """What proves the mode carried a fetch: the client's inbound SA,
-        les.ko's counters at the client and at both PEPs."""
-        res = {}
+        les.ko's counters at the client and at both PEPs.  One script per
+        namespace, its parts after "@@ NAME" lines."""
+        nstat = ("nstat -az TcpExtPAWSEstab TcpExtTCPChallengeACK TcpExtTCPSpuriousRTOs "
+                 "TcpRetransSegs TcpExtTCPOFODrop TcpExtOfoPruned TcpExtTCPBacklogDrop")
+        parts = {"client": [("nstat", nstat), ("xfrm_stat", "cat /proc/net/xfrm_stat"),
+                            ("les", f"{LESCTL} stats")],
+                 "server": [("nstat", nstat)],
+                 "rpep": [("les", f"{LESCTL} stats")], "hpep": [("les", f"{LESCTL} stats")]}
         if "down" in self.sas:
-            out = sh(f"ip -s xfrm state list spi {self.sas['down']:#x}", "client").stdout
-            m = re.search(r"lifetime current:\s+(\d+)\(bytes\)", out)
-            res["sa_bytes"] = int(m.group(1)) if m else 0
-        # What the endpoints' TCP would show if the PEPs' ACKs were wrong,
-        # and what it dropped of what its xfrm took.
-        for n in ("client", "server"):
-            for line in sh("nstat -az TcpExtPAWSEstab TcpExtTCPChallengeACK "
-                           "TcpExtTCPSpuriousRTOs TcpRetransSegs TcpExtTCPOFODrop "
-                           "TcpExtOfoPruned TcpExtTCPBacklogDrop", n).stdout.splitlines():
+            parts["client"].append(("sa", f"ip -s xfrm state list spi {self.sas['down']:#x}"))
+        if self.name == "pepsal":
+            for n in ("rpep", "hpep"):
+                parts[n].append(("pepsal", "nft list chain ip pepsal pre"))
+        res = {}
+        for n, cmds in parts.items():
+            out = sh("set -e\n" + "\n".join(f"echo '@@ {k}'; {c}" for k, c in cmds), n).stdout
+            got = dict(part.split("\n", 1) if "\n" in part else (part, "")
+                       for part in out.split("@@ ")[1:])
+            # What the endpoints' TCP would show if the PEPs' ACKs were
+            # wrong, and what it dropped of what its xfrm took.
+            for line in got.get("nstat", "").splitlines():
                 f = line.split()
                 if len(f) >= 2 and f[1].isdigit():
                     res[f"{n}_{f[0]}"] = int(f[1])
-        # Copies the client had already: its xfrm drops them as replays.
-        for line in sh("cat /proc/net/xfrm_stat", "client").stdout.splitlines():
-            f = line.split()
-            if len(f) == 2 and f[0] == "XfrmInStateSeqError":
-                res["client_XfrmInStateSeqError"] = int(f[1])
-        # Packets a CPU's backlog had no room for (veth delivers through
-        # it): lost on a LAN, before any xfrm saw them.
-        with open("/proc/net/softnet_stat") as st:
-            res["vm_backlog_drops"] = sum(int(ln.split()[1], 16) for ln in st)
-        if self.name == "pepsal":
-            for n in ("rpep", "hpep"):
-                out = sh("nft list chain ip pepsal pre", n).stdout
-                m = re.search(r"tproxy.*counter packets (\d+)|counter packets (\d+).*tproxy", out)
+            # Copies the client had already: its xfrm drops them as replays.
+            for line in got.get("xfrm_stat", "").splitlines():
+                f = line.split()
+                if len(f) == 2 and f[0] == "XfrmInStateSeqError":
+                    res["client_XfrmInStateSeqError"] = int(f[1])
+            if "sa" in got:
+                m = re.search(r"lifetime current:\s+(\d+)\(bytes\)", got["sa"])
+                res["sa_bytes"] = int(m.group(1)) if m else 0
+            if "pepsal" in got:
+                m = re.search(r"tproxy.*counter packets (\d+)|counter packets (\d+).*tproxy",
+                              got["pepsal"])
                 res[f"{n}_tproxied"] = int(next(g for g in m.groups() if g)) if m else 0
-        for n in ("client", "rpep", "hpep"):
-            for line in sh(f"{LESCTL} stats", n).stdout.splitlines():
+            for line in got.get("les", "").splitlines():
                 f = line.split()
                 if len(f) == 2 and (f[0] in ("LesInPackets", "LesPepOpened") or
                                     f[0].startswith("LesAccel")):
                     res[f"{n}_{f[0]}"] = int(f[1])
+        # Packets a CPU's backlog had no room for (veth delivers through
+        # it): lost on a LAN, before any xfrm saw them.
+        with open("/proc/net/softnet_stat") as st:
+            res["vm_backlog_drops"] = sum(int(ln.split()[1], 16) for ln in st)
         return res
 
     def carried(self, before, after, nbytes):
@@ -724,7 +750,8 @@ def encap_hold():
 def flush_sas():
     for n in NS:
         if os.path.exists(f"/run/netns/{ns(n)}"):
-            sh("ip xfrm state flush; ip xfrm policy flush", n, check=False)
+            sh("ip -force -batch - <<'EOF'\nxfrm state flush\nxfrm policy flush\nEOF", n,
+               check=False)
 
 
 # ---- the server and the fetches ------------------------------------------------------
