@@ -45,6 +45,7 @@ import tomllib
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 import ike  # noqa: E402
+import shellcmd  # noqa: E402
 import timing  # noqa: E402
 CONF = os.path.join(HERE, "testbed.toml")
 LESCTL = os.path.join(HERE, "lesctl", "lesctl")
@@ -129,7 +130,7 @@ def netns_of(where):
 
 
 def sh(cmd, where=None, check=True, timeout=600):
-    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, timeout=timeout,
+    p = subprocess.run(shellcmd.argv(cmd), capture_output=True, text=True, timeout=timeout,
                        preexec_fn=netns_of(where))
     if check and p.returncode:
         raise RuntimeError(f"`{cmd}` failed ({p.returncode}): {(p.stderr or p.stdout).strip()}")

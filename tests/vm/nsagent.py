@@ -11,10 +11,7 @@ import hashlib
 import json
 import mmap
 import os
-import re
 import select
-import shlex
-import shutil
 import signal
 import socket
 import struct
@@ -25,6 +22,8 @@ import time
 import traceback
 
 TOOLS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "tools")
+sys.path.insert(0, TOOLS)
+import shellcmd  # noqa: E402
 
 ETH_P_ALL = 0x0003
 SOL_UDP = 17
@@ -44,7 +43,6 @@ def sniff(iface, out, seconds):
     and a clone shares its page fragments: a receiver that decrypts them in
     place afterwards (ESP-in-UDP, after xfrm's skb_unclone) would change
     what the capture shows."""
-    sys.path.insert(0, TOOLS)
     from lescodec import pcap  # only here: importing it costs a second under TCG
     SOL_PACKET, PACKET_RX_RING, PACKET_VERSION, TPACKET_V2 = 263, 5, 10, 1
     frame, block, blocks = 4096, 1 << 16, 256
@@ -280,21 +278,10 @@ ACTIONS = {
 
 # ---- one server per namespace ------------------------------------------------------
 
-# What makes a command need bash, outside quotes.
-SHELL_SYNTAX = set(";&|<>$`*?()[]{}~\\\n#!=")
-QUOTED = re.compile(r"'[^']*'|\"[^\"$`\\\\]*\"")
-
-
 def run_cmd(cmd, timeout):
-    """`bash -c CMD`, without the bash when CMD is one plain command: under
-    emulation an exec costs 0.2 s, on the debug kernel 0.5 s."""
-    argv = ["bash", "-c", cmd]
-    if not SHELL_SYNTAX & set(QUOTED.sub("", cmd)):
-        words = shlex.split(cmd)
-        if words and shutil.which(words[0]):
-            argv = words
-    return subprocess.run(argv, capture_output=True, text=True, stdin=subprocess.DEVNULL,
-                          timeout=timeout)
+    """`bash -c CMD`, without the bash when CMD is one plain command."""
+    return subprocess.run(shellcmd.argv(cmd), capture_output=True, text=True,
+                          stdin=subprocess.DEVNULL, timeout=timeout)
 
 
 def serve():
