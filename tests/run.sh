@@ -2,7 +2,8 @@
 # make check: everything that proves Layered ESP, on a fresh Debian bookworm
 # machine.  Installs what it needs, builds (W=1, sparse, checkpatch), runs the
 # host tests, then boots each test kernel in a VM and runs the kernel tests
-# there.  One TAP-like line per test; the last line is "N passed, N failed".
+# there.  One TAP-like line per test; the last line is "N passed, N failed,
+# N skipped".
 # Exit status: 0 only if nothing failed.
 set -uo pipefail
 cd "$(dirname "$0")/.."

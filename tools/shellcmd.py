@@ -14,7 +14,11 @@ QUOTED = re.compile(r"'[^']*'|\"[^\"$`\\\\]*\"")
 
 def argv(cmd):
     if not SHELL_SYNTAX & set(QUOTED.sub("", cmd)):
-        words = shlex.split(cmd)
-        if words and shutil.which(words[0]):
+        try:
+            words = shlex.split(cmd)
+        except ValueError:      # an unbalanced quote: bash says what is wrong
+            words = []
+        # `time` is a bash keyword before it is /usr/bin/time.
+        if words and words[0] != "time" and shutil.which(words[0]):
             return words
     return ["bash", "-c", cmd]

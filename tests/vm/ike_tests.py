@@ -701,9 +701,10 @@ def run(tap, out, ko=None):
     finally:
         for c in charons + PEP_CHARON:
             c.stop()
+        # First: the steps after this one (async) use IPv6.
+        outer_v6(True)
         xfrm_flush()
         sh("ip xfrm state flush", ns="m", check=False)
         for ns in "abm":
             shutil.rmtree(f"/etc/netns/{nsname(ns)}", ignore_errors=True)
-        outer_v6(True)
         print(f"# ike: {time.monotonic() - t0:.0f} s", flush=True)
