@@ -1713,12 +1713,18 @@ def rekeys(T, prof, sums):
                 time.sleep(2)
                 p = client.swanctl("--rekey", "--child", "les", check=False)
                 n = len(done) + 1
+                # Each rekey logs its inbound, then its outbound SA.
                 done.append(p.returncode == 0 and wait_for(
-                    lambda: client.text()[mark:].count("established with SPIs") >= n, 20, 0.2))
+                    lambda: len(re.findall(r"outbound CHILD_SA \S+ established with SPIs",
+                                           client.text()[mark:])) >= n, 20, 0.2))
             return done
         res, done = fetch_during("10M", sums, rekey3, 2, max_time=120)
+        # The third rekey's keys may still be on their way to the PEP when
+        # the fetch ends.
+        took_keys = "les: PEP 'rpep.pep.les' took the keys"
+        wait_for(lambda: client.text()[mark:].count(took_keys) >= 3, 20, 0.2)
         d = {n: delta(before[n], stats(n)) for n in PEPS}
-        took = client.text()[mark:].count("les: PEP 'rpep.pep.les' took the keys")
+        took = client.text()[mark:].count(took_keys)
         print(f"# rekeys: 10 MB in {res.get('total')} s across {len(done)} rekeys; PEPs "
               f"{d}", flush=True)
         T.ok(res["status"] == "ok" and all(done) and len(done) == 3,
@@ -1728,7 +1734,9 @@ def rekeys(T, prof, sums):
              and not any(d[n].get("LesAccelLost") for n in PEPS),
              "each rekey's keys reach the PEPs, the hub ACKs all 10 MB early, nothing it "
              "ACKed early is lost (LesAccelLost 0)",
-             {"took": took, "peps": d, "server": server.text()[-1000:]})
+             {"took": took, "peps": d, "client": "\n".join(
+                 ln for ln in client.text()[mark:].splitlines() if "les:" in ln)[-1500:],
+              "server": server.text()[-1000:]})
     finally:
         tb.ike_down()
         tb.hop_up(prof)
