@@ -249,6 +249,28 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		f->state = LES_FLOW_CLOSED;
 }
 
+/*
+ * Could the TCP that @from's RST goes to take it?  Only if its sequence
+ * number lies in that side's window: at its ACK point (one before, in the
+ * states that have taken a FIN: tcp_reset_check()) up to the right edge of
+ * its window; or, up to the furthest @from has sent, where a PEP ACKed
+ * @from's data early and @from's window went past the receiver's.  Before
+ * that side has ACKed anything, any.  Its TCP drops any other RST
+ * (RFC 5961 3.2), and so lets go of nothing: neither may the PEP.
+ */
+static bool les_flow_rst_in_window(const struct les_flow *f, unsigned int from,
+				   u32 seq)
+{
+	const struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
+	u32 right = o->edge;
+
+	if (!o->have_edge)
+		return true;
+	if (s->have_next && after(s->next, right))
+		right = s->next;
+	return !before(seq, o->ack - 1) && !after(seq, right);
+}
+
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 		   bool (*only)(struct les_flow *f, unsigned int from,
 				const struct les_pep_pkt *pkt),
@@ -265,6 +287,13 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 	spin_lock_bh(&t->lock);
 	f = rhashtable_lookup_fast(&t->ht, &key, les_flow_params);
 	if (only && (!f || !only(f, from, pkt))) {
+		f = NULL;
+		goto out;
+	}
+	if (f && (flags & LES_TCP_RST) &&
+	    !les_flow_rst_in_window(f, from, pkt->tcp.seq)) {
+		/* Goes on unread, as a flow the table does not know. */
+		les_stat_inc(t->net, LES_STAT_PEP_RST_OUT_OF_WINDOW);
 		f = NULL;
 		goto out;
 	}

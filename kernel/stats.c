@@ -58,6 +58,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_PEP_OUTER_FRAGMENT]	= "LesPepOuterFragment",
 	[LES_STAT_PEP_GSO]		= "LesPepGso",
 	[LES_STAT_PEP_REPLAY]		= "LesPepReplay",
+	[LES_STAT_PEP_RST_OUT_OF_WINDOW] = "LesPepRstOutOfWindow",
 	[LES_STAT_ACCEL_FLOWS]		= "LesAccelFlows",
 	[LES_STAT_ACCEL_EARLY_ACKS]	= "LesAccelEarlyAcks",
 	[LES_STAT_ACCEL_EARLY_BYTES]	= "LesAccelEarlyAckedBytes",
