@@ -250,25 +250,25 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 }
 
 /*
- * Could the TCP that @from's RST goes to take it?  Only if its sequence
- * number lies in that side's window: at its ACK point (one before, in the
- * states that have taken a FIN: tcp_reset_check()) up to the right edge of
- * its window; or, up to the furthest @from has sent, where a PEP ACKed
- * @from's data early and @from's window went past the receiver's.  Before
- * that side has ACKed anything, any.  Its TCP drops any other RST
- * (RFC 5961 3.2), and so lets go of nothing: neither may the PEP.
+ * Could the TCP that @from's RST goes to take it?  Only at its next
+ * expected sequence number (one before, once it has taken a FIN:
+ * tcp_reset_check()), which lies between the newest ACK it sent and the
+ * furthest @from has sent.  It drops a RST outside its window and answers
+ * one inside with a challenge ACK (RFC 5961 3.2): the connection goes
+ * on, and so must what a PEP keeps for it.  A RST in the window but off
+ * that point is taken too: the PEP cannot know the point exactly (a
+ * sender's RST after early ACKs lies past the receiver's).  Any RST while
+ * the handshake is under way, or from a side the PEP has not yet seen.
  */
 static bool les_flow_rst_in_window(const struct les_flow *f, unsigned int from,
 				   u32 seq)
 {
 	const struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
-	u32 right = o->edge;
 
-	if (!o->have_edge)
+	if (f->state == LES_FLOW_SYN_SENT || f->state == LES_FLOW_SYN_RECV ||
+	    !(o->flags_seen & LES_TCP_ACK) || !s->have_next)
 		return true;
-	if (s->have_next && after(s->next, right))
-		right = s->next;
-	return !before(seq, o->ack - 1) && !after(seq, right);
+	return !before(seq, o->ack - 1) && !after(seq, s->next);
 }
 
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
@@ -293,7 +293,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 	if (f && (flags & LES_TCP_RST) &&
 	    !les_flow_rst_in_window(f, from, pkt->tcp.seq)) {
 		/* Goes on unread, as a flow the table does not know. */
-		les_stat_inc(t->net, LES_STAT_PEP_RST_OUT_OF_WINDOW);
+		les_stat_inc(t->net, LES_STAT_PEP_RST_OOW);
 		f = NULL;
 		goto out;
 	}

@@ -170,7 +170,7 @@ enum les_stat {
 	LES_STAT_PEP_OUTER_FRAGMENT,
 	LES_STAT_PEP_GSO,
 	LES_STAT_PEP_REPLAY,
-	LES_STAT_PEP_RST_OUT_OF_WINDOW,
+	LES_STAT_PEP_RST_OOW,
 	/* acceleration engine (accel.c and its parts) */
 	LES_STAT_ACCEL_FLOWS,		/* flow directions early-ACKed (late starts too) */
 	LES_STAT_ACCEL_EARLY_ACKS,	/* ACKs sent on PEP-origin SAs */

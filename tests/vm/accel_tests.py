@@ -658,24 +658,33 @@ def rst_out_of_window(T, prof, sums):
     window, while the hub holds copies on a hop that loses 1 %: the
     client's TCP drops them (RFC 5961 3.2), and so the PEPs let go of
     nothing.  A PEP that freed the flow for them would lose the copies the
-    hop lost: the sender had their early ACKs."""
+    hop lost: the sender had their early ACKs.  Then a download the client
+    gives up on: its RST, in the window, frees the flow at both PEPs."""
     tb.hop_up(prof, "loss random 1%")
     try:
         tb.Mode("les-pep", prof)
         before = {n: stats(n) for n in PEPS}
+        took = []
 
         def rsts():
+            t0 = time.monotonic()
             p = subprocess.run([sys.executable, "-c", RST_SENDER, tb.INNER["server"], "80",
                                 "5", "0.5"], capture_output=True, text=True, timeout=90,
                                preexec_fn=tb.netns_of("server"))
+            took.append(time.monotonic() - t0)
             return int(p.stdout.strip() or 0)
         res, sent = fetch_during("10M", sums, rsts, 1, max_time=120)
+        d = {n: delta(before[n], stats(n)) for n in PEPS}
+        mid = {n: stats(n) for n in PEPS}
+        given_up = tb.fetch("10M", tb_conf("10M"), sums, 3)
+        freed = wait_for(lambda: held("hpep") == 0, 10)
+        flows = {n: json.loads(tb.sh(f"{tb.LESCTL} -j flows show", n).stdout) for n in PEPS}
+        d2 = {n: delta(mid[n], stats(n)) for n in PEPS}
     finally:
         tb.hop_up(prof)
-    d = {n: delta(before[n], stats(n)) for n in PEPS}
-    print(f"# rst out of window: {sent} sent; 10 MB in {res.get('total')} s; PEPs {d}",
-          flush=True)
-    T.ok(res["status"] == "ok" and sent == 5 and
+    print(f"# rst out of window: {sent} sent in {took} s; 10 MB in {res.get('total')} s; "
+          f"PEPs {d}", flush=True)
+    T.ok(res["status"] == "ok" and sent == 5 and (res.get("total") or 0) > 1 + took[0] and
          d["hpep"].get("LesPepRstOutOfWindow", 0) >= 5 and
          d["rpep"].get("LesPepRstOutOfWindow", 0) >= 1 and
          d["hpep"].get("LesAccelEarlyAckedBytes", 0) >= 10 ** 7 and
@@ -683,7 +692,17 @@ def rst_out_of_window(T, prof, sums):
          "RSTs from the server's stack, sealed by its SA, past the client's window, "
          "during a 10 MB download on a lossy hop: each PEP counts them "
          "(LesPepRstOutOfWindow) and lets go of nothing, the hub ACKs all 10 MB early, "
-         "they arrive intact", {"fetch": res, "sent": sent, "peps": d})
+         "they arrive intact", {"fetch": res, "sent": sent, "took": took, "peps": d})
+    reset = {n: [f for f in flows[n] if (f["initiator"]["flags"] | f["responder"]["flags"]) & 4]
+             for n in PEPS}
+    T.ok(given_up["status"] != "ok" and freed and
+         all(reset[n] and all(f.get("state") == "closed" and
+                              not f["initiator"].get("held") and not f["responder"].get("held")
+                              for f in reset[n]) and
+             not d2[n].get("LesPepRstOutOfWindow") for n in PEPS),
+         "a download the client gives up on after 3 s: its RST closes the flow at both "
+         "PEPs, and the hub lets go of what it held", {"fetch": given_up, "freed": freed,
+                                                       "reset": reset, "peps": d2})
 
 
 def xfrm_stat(n):
