@@ -198,6 +198,15 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		s->have_next = false;
 		s->mss = seg->mss;
 		s->wscale = seg->wscale;
+		/*
+		 * Both windows are scaled, or neither (RFC 7323 2.2): an
+		 * answer without the option turns the SYN's off.
+		 */
+		if ((flags & LES_TCP_ACK) && o->have_isn &&
+		    (s->wscale == LES_WSCALE_NONE || o->wscale == LES_WSCALE_NONE)) {
+			s->wscale = LES_WSCALE_NONE;
+			o->wscale = LES_WSCALE_NONE;
+		}
 		if (!(flags & LES_TCP_ACK)) {
 			f->handshake = true;
 			f->initiator = from;

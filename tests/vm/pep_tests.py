@@ -86,9 +86,13 @@ def side_expected(segs):
         exp["ack"] = acks[-1]["ack"]
     if syn and syn[-1]["mss"] is not None:
         exp["mss"] = syn[-1]["mss"]
-    if syn and syn[-1]["wscale"] is not None:
-        exp["wscale"] = syn[-1]["wscale"]
     return exp
+
+
+def syn_wscale(segs):
+    """The window scale a side's SYN offered, or None."""
+    syn = [s for s in segs if s["flags"] & 0x02]
+    return syn[-1]["wscale"] if syn else None
 
 
 def find_flow(flows, port):
@@ -148,8 +152,11 @@ class Transfer:
         if not a_segs or not b_segs:
             return False, "the client's capture holds no TCP segments"
         bad = {}
+        # Both windows are scaled, or neither (RFC 7323 2.2).
+        scaled = syn_wscale(a_segs) is not None and syn_wscale(b_segs) is not None
         for side, segs in (("initiator", a_segs), ("responder", b_segs)):
             exp, got = side_expected(segs), self.flow[side]
+            exp["wscale"] = syn_wscale(segs) if scaled else None
             for k, v in exp.items():
                 if got.get(k) != v:
                     bad[f"{side} {k}"] = {"pep": got.get(k), "endpoint": v}
@@ -607,6 +614,15 @@ def run(T, out, ko):
                 T.run("a replayed SYN changes nothing on the PEP, a forgery does not move its "
                       "window, and the window is the size its key names (1024, not 32)",
                       replays, t, cfg, 20)
+                sh("sysctl -qw net.ipv4.tcp_window_scaling=0", ns="b")
+                try:
+                    tr = Transfer(t, cfg, ab, ba, 7252, nbytes=32 * 1024, tag="pep-unscaled")
+                finally:
+                    sh("sysctl -qw net.ipv4.tcp_window_scaling=1", ns="b")
+                T.ok(tr.delivered()[0] and tr.numbers_match()[0],
+                     "b's SYN-ACK without window scaling: the PEP scales neither side's window "
+                     "(RFC 7323 2.2), its numbers are the endpoints' own",
+                     {"delivered": tr.delivered(), "numbers": tr.numbers_match()})
                 # The same traffic with the hook off, then without keys.
                 lesctl("pep set hook off")
                 tr = Transfer(t, cfg, ab, ba, 7250, nbytes=32 * 1024, tag="pep-off")
