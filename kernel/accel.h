@@ -127,6 +127,11 @@ struct les_held {
 	bool sacked;
 	bool sack_resent;	/* last sent by SACK recovery (early_ack.c) */
 	/*
+	 * Its data went on unheld once before (the sender sent it again): an
+	 * ACK of it may be the receiver's of that one, so it times nothing.
+	 */
+	bool unheld_before;
+	/*
 	 * Out on the hop and not yet ACKed by the receiver: on its lane's
 	 * replay guard (pace.c) with the ESP sequence number it carries, or
 	 * @lane NULL.
@@ -157,6 +162,8 @@ struct les_accel_dir {
 	u32 ts_sent;		/* the TSval of our newest ACK to the sender */
 	struct list_head held;	/* by sequence number */
 	u32 held_bytes;
+	bool unheld;		/* data up to @unheld_end went on unheld */
+	u32 unheld_end;
 	u32 rcv_ack;		/* the receiver's own cumulative ACK */
 	u32 rcv_edge;		/* and its right edge */
 	bool rcv_known;

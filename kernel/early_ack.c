@@ -48,14 +48,15 @@ static u32 les_early_hop_rtt_us(const struct les_accel_flow *af, unsigned int s)
 }
 
 /*
- * @h has reached its receiver: if sent once only (RFC 6298 3, Karn), not
- * for the far PEP to hold past the window (its wait there is the reader's),
- * and later than the others this ACK or SACK covers, it times the round
- * trip.
+ * @h has reached its receiver: if its data was sent once only (RFC 6298
+ * 3, Karn: not by us twice, nor unheld before), not for the far PEP to
+ * hold past the window (its wait there is the reader's), and later than
+ * the others this ACK or SACK covers, it times the round trip.
  */
 static void les_early_timed(const struct les_held *h, ktime_t *timed)
 {
-	if (h->tx == 1 && !h->beyond_window && ktime_after(h->sent, *timed))
+	if (h->tx == 1 && !h->unheld_before && !h->beyond_window &&
+	    ktime_after(h->sent, *timed))
 		*timed = h->sent;
 }
 
@@ -203,9 +204,16 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 * its ACK comes from the receiver.
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
+		if (!d->unheld || after(end, d->unheld_end)) {
+			d->unheld = true;
+			d->unheld_end = end;
+		}
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
+	if (d->unheld && !before(d->ack_point, d->unheld_end))
+		d->unheld = false;
+	h->unheld_before = d->unheld && before(seq, d->unheld_end);
 	if (!les_hop_queue_held(pn, h, d)) {
 		/* No lane to wait in: neither held nor ACKed, sent again. */
 		les_held_node_free(an, h);
