@@ -205,6 +205,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rcv_ack = rcv->ack;
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
+	d->unheld = false;
 	d->replay_window = les_accel_replay_window(view);
 	les_early_rto_set(d, les_early_copies_rto_us(af, s));
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);

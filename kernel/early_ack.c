@@ -140,6 +140,15 @@ static struct les_held *les_early_slot(struct les_accel_dir *d, u32 seq, u32 end
 	return h;
 }
 
+/* Data up to @end goes on unheld: a copy of it held later times nothing. */
+static void les_early_unheld(struct les_accel_dir *d, u32 end)
+{
+	if (!d->unheld || after(end, d->unheld_end)) {
+		d->unheld = true;
+		d->unheld_end = end;
+	}
+}
+
 /* A segment from the sender @s, on its way onto the hop. */
 void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, const struct les_pep_pkt *pkt,
@@ -165,6 +174,8 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
 	if (!d->early || !len ||
 	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
+		if (d->early)
+			les_early_unheld(d, end);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -204,10 +215,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 * its ACK comes from the receiver.
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
-		if (!d->unheld || after(end, d->unheld_end)) {
-			d->unheld = true;
-			d->unheld_end = end;
-		}
+		les_early_unheld(d, end);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -376,7 +384,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 			if (!h->sacked) {
 				les_early_spurious(pn, af, s, h, now);
 				les_early_timed(h, &timed);
-				filled |= h->tx > 1;
+				filled |= h->tx > 1 || h->unheld_before;
 			}
 			les_held_free(an, d, h);
 		}

@@ -200,9 +200,11 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		s->wscale = seg->wscale;
 		/*
 		 * Both windows are scaled, or neither (RFC 7323 2.2): an
-		 * answer without the option turns the SYN's off.
+		 * answer without the option turns the SYN's off, and a SYN
+		 * sent again after the answer does not turn it back on.
 		 */
-		if ((flags & LES_TCP_ACK) && o->have_isn &&
+		if (o->have_isn &&
+		    (f->state == LES_FLOW_SYN_SENT || f->state == LES_FLOW_SYN_RECV) &&
 		    (s->wscale == LES_WSCALE_NONE || o->wscale == LES_WSCALE_NONE)) {
 			s->wscale = LES_WSCALE_NONE;
 			o->wscale = LES_WSCALE_NONE;
@@ -266,18 +268,24 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
  * one inside with a challenge ACK (RFC 5961 3.2): the connection goes
  * on, and so must what a PEP keeps for it.  A RST in the window but off
  * that point is taken too: the PEP cannot know the point exactly (a
- * sender's RST after early ACKs lies past the receiver's).  Any RST while
- * the handshake is under way, or from a side the PEP has not yet seen.
+ * sender's RST after early ACKs lies past the receiver's).  A SYN's
+ * sender takes only a RST that ACKs its SYN (tcp_rcv_synsent_state_process());
+ * any other RST during the handshake, from a side not yet seen, or when
+ * the receiver has ACKed more than the PEP saw sent (it missed some).
  */
 static bool les_flow_rst_in_window(const struct les_flow *f, unsigned int from,
-				   u32 seq)
+				   const struct les_tcp_seg *seg)
 {
 	const struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
 
+	if (f->state == LES_FLOW_SYN_SENT && from != f->initiator)
+		return (seg->flags & LES_TCP_ACK) && o->have_next &&
+		       seg->ack == o->next;
 	if (f->state == LES_FLOW_SYN_SENT || f->state == LES_FLOW_SYN_RECV ||
-	    !(o->flags_seen & LES_TCP_ACK) || !s->have_next)
+	    !(o->flags_seen & LES_TCP_ACK) || !s->have_next ||
+	    after(o->ack, s->next))
 		return true;
-	return !before(seq, o->ack - 1) && !after(seq, s->next);
+	return !before(seg->seq, o->ack - 1) && !after(seg->seq, s->next);
 }
 
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
@@ -300,7 +308,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 		goto out;
 	}
 	if (f && (flags & LES_TCP_RST) &&
-	    !les_flow_rst_in_window(f, from, pkt->tcp.seq)) {
+	    !les_flow_rst_in_window(f, from, &pkt->tcp)) {
 		/* Goes on unread, as a flow the table does not know. */
 		les_stat_inc(t->net, LES_STAT_PEP_RST_OOW);
 		f = NULL;
