@@ -614,15 +614,20 @@ def run(T, out, ko):
                 T.run("a replayed SYN changes nothing on the PEP, a forgery does not move its "
                       "window, and the window is the size its key names (1024, not 32)",
                       replays, t, cfg, 20)
-                sh("sysctl -qw net.ipv4.tcp_window_scaling=0", ns="b")
-                try:
-                    tr = Transfer(t, cfg, ab, ba, 7252, nbytes=32 * 1024, tag="pep-unscaled")
-                finally:
-                    sh("sysctl -qw net.ipv4.tcp_window_scaling=1", ns="b")
-                T.ok(tr.delivered()[0] and tr.numbers_match()[0],
-                     "b's SYN-ACK without window scaling: the PEP scales neither side's window "
-                     "(RFC 7323 2.2), its numbers are the endpoints' own",
-                     {"delivered": tr.delivered(), "numbers": tr.numbers_match()})
+                unscaled = ("b's SYN-ACK without window scaling: the PEP scales neither side's "
+                            "window (RFC 7323 2.2), its numbers are the endpoints' own")
+                if os.uname().release.endswith("lesdebug"):
+                    # Flow-table arithmetic, no memory or locking of its own.
+                    T.skip(unscaled, "left to Debian's kernels on the debug kernel")
+                else:
+                    sh("sysctl -qw net.ipv4.tcp_window_scaling=0", ns="b")
+                    try:
+                        tr = Transfer(t, cfg, ab, ba, 7252, nbytes=32 * 1024,
+                                      tag="pep-unscaled")
+                    finally:
+                        sh("sysctl -qw net.ipv4.tcp_window_scaling=1", ns="b")
+                    T.ok(tr.delivered()[0] and tr.numbers_match()[0], unscaled,
+                         {"delivered": tr.delivered(), "numbers": tr.numbers_match()})
                 # The same traffic with the hook off, then without keys.
                 lesctl("pep set hook off")
                 tr = Transfer(t, cfg, ab, ba, 7250, nbytes=32 * 1024, tag="pep-off")
