@@ -154,6 +154,14 @@ struct les_accel_dir {
 	u32 start;
 	bool ack_due;		/* an early ACK waits for the batch's end */
 	bool rto_unanswered;	/* the timer resent, no receiver ACK since */
+	/*
+	 * After a timeout, the copies then out below @loss_high are taken
+	 * as lost; from the receiver's next new ACK on, each goes again
+	 * once, in order: @loss_next is where that has got to.
+	 */
+	bool loss;
+	u32 loss_next;
+	u32 loss_high;
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
 	u32 adv_edge;		/* right edge advertised to the sender */
 	bool ts;		/* the flow uses timestamps */

@@ -301,6 +301,58 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 }
 
 /*
+ * Loss recovery after a timeout (RFC 5681 3.1, RFC 6298 5.4): every copy
+ * out when the timer fired is taken as lost, and once the receiver ACKs
+ * new data the hop carries again: each goes again once, in order from
+ * its ACK on, as far as copies may go now (the timer's rules), unless
+ * SACKed or sent within a round trip and the reordering window (the
+ * timer's last round may have it on its way).  Without it only the copy
+ * at the ACK went each timeout, and its answer kept the timer from a
+ * round of all: after a hop outage that let through the end of such a
+ * round, a download crept on at a segment a round trip, 2 MB held (seen:
+ * 10 kB in 6 s, `accel hop outage`).  Each ACK goes on from @loss_next;
+ * a copy queued in its lane waits there.
+ */
+static void les_early_loss_resend(struct les_pep_net *pn,
+				  struct les_accel_flow *af, unsigned int s,
+				  struct les_accel_todo *todo)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	s64 rtt = les_early_hop_rtt_us(af, s);
+	s64 wait = rtt + les_early_reo_us(d, rtt);
+	u32 limit = les_early_send_limit(pn, d);
+	bool first = true, far_holds = false;
+	ktime_t now = ktime_get();
+	struct les_held *h;
+
+	list_for_each_entry(h, &d->held, node) {
+		if (!before(h->seq, d->loss_high))
+			break;
+		if (!h->tx || h->sacked || h->waiting)
+			continue;
+		if (first) {
+			far_holds = d->early &&
+				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
+			first = false;
+		}
+		if (before(h->seq, d->loss_next))
+			continue;
+		if (after(h->end, limit) ||
+		    (far_holds && h->beyond_window && after(h->end, d->rcv_edge)))
+			return;
+		if (ktime_us_delta(now, h->sent) >= wait) {
+			if (les_pacer_room(&pn->accel.pacer, todo) ?
+			    !les_held_send(h, todo) :
+			    !les_hop_queue_resend(pn, h, d))
+				return;
+			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
+		}
+		d->loss_next = h->end;
+	}
+	d->loss = false;
+}
+
+/*
  * The receiver has @h, resent once, by SACK recovery: if it says so sooner
  * after the resend than the hop allows (three quarters of the copies'
  * shortest round trip), it had the first copy (its xfrm dropped the resend
@@ -474,6 +526,10 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		timed = timed_sack;
 	if (timed)
 		les_rtt_sample(&d->hop_rtt, ktime_us_delta(now, timed));
+	if (d->loss && !before(d->rcv_ack, d->loss_high))
+		d->loss = false;
+	else if (d->loss && progress)
+		les_early_loss_resend(pn, af, s, todo);
 	if (sacked_high)
 		les_early_recover(pn, af, s, sacked_high, todo);
 	else if (d->dupacks >= 3)
@@ -481,6 +537,17 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 
 	return d->early && !d->late && !pkt->payload && !beyond &&
 	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));
+}
+
+/* The end of the newest copy sent (held in order, the unsent last). */
+static u32 les_early_sent_high(const struct les_accel_dir *d)
+{
+	struct les_held *h;
+
+	list_for_each_entry_reverse(h, &d->held, node)
+		if (h->tx)
+			return h->end;
+	return d->rcv_ack;
 }
 
 /*
@@ -528,6 +595,9 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			first = false;
 			all = d->rto_unanswered;
 			d->rto_unanswered = true;
+			d->loss = true;
+			d->loss_next = d->rcv_ack;
+			d->loss_high = les_early_sent_high(d);
 			far_holds = d->early &&
 				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
 		} else if (!all || after(h->end, les_early_send_limit(pn, d)) ||

@@ -1367,12 +1367,17 @@ def hop_outage(T, prof, sums):
     receiver's window, which what the hub sends once the hop is back
     (past the window, up to its peer-buffer) relies on, though nothing came
     off the hop for seconds.  The hub's timer resends its
-    copies once the hop is back, the remote PEP makes no second flow, and
-    all 10 MB arrive intact; nothing ACKed early is lost."""
-    idle, extra = (5, 30) if FULL else (2, 6)
+    copies once the hop is back, and the receiver's first new ACK has it
+    resend all it had out then (loss recovery, docs/accel.md 3): the
+    download ends within a minute of the hop's return (it took 20 to 30 s
+    on Debian 6.12; it crept on at a segment a round trip before, for
+    minutes, when the hop came back during one of the timer's rounds).
+    The remote PEP makes no second flow, and all 10 MB arrive intact;
+    nothing ACKed early is lost."""
+    idle, extra, back_max = (5, 30, 60) if FULL else (2, 6, 60)
     tb.Mode("les-pep", prof)
     before = {n: stats(n) for n in PEPS}
-    seen = {}
+    seen, out, after = {}, {}, []
 
     def outage():
         # Once the hub holds what it ACKed early (seconds into the fetch,
@@ -1383,30 +1388,53 @@ def hop_outage(T, prof, sums):
         seen.update(held=held("hpep"), flows=hub_flows(),
                     rpep_flows=json.loads(tb.sh(f"{tb.LESCTL} -j pep show", "rpep").stdout)["flows"])
         tb.hop_up(prof)
+        seen["up_at"] = time.monotonic() - t_start
+        # What both PEPs' flows say once the hop is back, every 5 s: a
+        # fetch that stalls shows where (the last three are reported).
+        t0 = time.monotonic()
+        while "res" not in out and time.monotonic() - t0 < 170:
+            time.sleep(5)
+            after.append({"s": round(time.monotonic() - t0),
+                          **{n: tb.sh(f"{tb.LESCTL} flows show", n, check=False).stdout[-1200:]
+                             for n in PEPS},
+                          "stats": {n: stats(n) for n in PEPS}})
+            del after[:-3]
         return True
     try:
         for n in PEPS:
             tb.sh(f"{tb.LESCTL} pep set idle-timeout {idle}", n)
-        res, _ = fetch_during("10M", sums, outage, 0, max_time=180)
+        th = threading.Thread(target=lambda: out.update(
+            res=tb.fetch("10M", tb_conf("10M"), sums, 180)))
+        t_start = time.monotonic()
+        th.start()
+        outage()
+        th.join(240)
+        res = out.get("res", {"status": "no result"})
     finally:
         tb.hop_up(prof)
         for n in PEPS:
             tb.sh(f"{tb.LESCTL} pep set idle-timeout 300", n, check=False)
     d = {n: delta(before[n], stats(n)) for n in PEPS}
     r = d["rpep"]
+    back = (res["total"] - seen.get("up_at", 0)) if isinstance(res.get("total"), float) else None
     print(f"# hop outage: {idle + extra} s down, the hub held {seen.get('held')} bytes at its "
-          f"end, the remote PEP had {seen.get('rpep_flows')} flows; 10 MB in {res.get('total')} s; "
+          f"end, the remote PEP had {seen.get('rpep_flows')} flows; 10 MB in {res.get('total')} s, "
+          f"{back if back is None else round(back, 1)} s after the hop was back; "
           f"remote PEP flows new {r.get('LesPepFlowsNew', 0)}, expired "
           f"{r.get('LesPepFlowsExpired', 0)}; hub {d['hpep']}", flush=True)
-    T.ok(res.get("status") == "ok" and seen.get("held", 0) > 0 and
+    if back is None or back > back_max / 2:
+        print(f"# hop outage: slow; after the outage: {after}", flush=True)
+    T.ok(res.get("status") == "ok" and back is not None and back <= back_max and
+         seen.get("held", 0) > 0 and
          d["hpep"].get("LesAccelEarlyAckedBytes", 0) >= 10 ** 7 and
          f" held {seen['held']}" in seen.get("flows", "") and
          seen.get("rpep_flows", 0) >= 1 and r.get("LesPepFlowsNew") == 1 and
          not any(d[n].get("LesAccelLost") for n in PEPS),
          f"the hop down for both PEPs' idle timeout ({idle} s) plus {extra} s mid-download: "
          "the hub keeps the flow and what it ACKed early, the remote PEP keeps the flow "
-         "that knows the receiver's window, and the 10 MB arrive intact (LesAccelLost 0)",
-         {"fetch": res, "seen": seen, "peps": d})
+         f"that knows the receiver's window, and the 10 MB arrive intact within {back_max} s "
+         "of the hop's return (LesAccelLost 0)",
+         {"fetch": res, "back": back, "seen": seen, "peps": d, "after": after})
 
 
 def lost_tail_resend(T, prof, sums):
@@ -1922,45 +1950,50 @@ def run(T, out, ko):
         tb.endpoint_tcp([prof])
         sums = tb.server_up({w: _CONF["workloads"][w] for w in ("100k", "1M", "10M")})
         tb.hop_up(prof)
-        for name, fn in (("accel off", accel_off), ("accel on late", accel_on_late),
-                         ("round trips", round_trips),
-                         ("small buffer", small_buffer),
-                         ("udp flood", udp_flood), ("forged far seq", forged_far_seq),
-                         ("rst out of window", rst_out_of_window),
-                         ("flush", flush_mid_transfer),
-                         ("alloc faults", alloc_faults),
-                         ("key gone", origin_key_gone), ("keys deleted", keys_deleted),
-                         ("ack key deleted", lambda *a: keys_deleted(*a, which="acks")),
-                         ("many flows", many_flows), ("idle flows", idle_flows),
-                         ("hop misbehaves", hop_misbehaves),
-                         ("short replay window", short_replay_window),
-                         ("lost resend", lost_resend),
-                         ("lost tail resend", lost_tail_resend),
-                         ("hop outage", hop_outage),
-                         ("late on lan", late_on_lan), ("upload", upload),
-                         ("lost window update", lost_window_update),
-                         ("two tunnels", two_tunnels),
-                         ("paused reader, busy tunnel", paused_reader_busy_tunnel),
-                         ("reader gone, busy tunnel",
-                          lambda *a: paused_reader_busy_tunnel(*a, long_pause=True)),
-                         ("lost window update, no peer buffer",
-                          lambda *a: lost_window_update(*a, peer_buffer=False)),
-                         ("peer buffer lowered", peer_buffer_lowered),
-                         ("nat-t", nat_t), ("rekeys", rekeys),
-                         ("transport", transport), ("mutants", mutants_on_hop),
-                         ("ipv6", ipv6)):
-            if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
-                T.skip(f"accel {name}", "not in LES_ACCEL_ONLY "
-                       f"{os.environ.get('LES_ACCEL_ONLY')}")
-                continue
-            T.prefix = f"accel {name}: "
-            t0 = time.monotonic()
-            try:
-                fn(T, prof, sums)
-            except Exception as e:  # noqa: BLE001
-                T.ok(False, "set-up", e)
-            T.prefix = ""
-            print(f"# accel {name}: {time.monotonic() - t0:.0f} s", flush=True)
+        # LES_ACCEL_REPEAT=N: the chosen scenarios, in order, N times over
+        # (one that fails now and then, after what runs before it in CI).
+        for rnd in range(int(os.environ.get("LES_ACCEL_REPEAT") or 1)):
+            for name, fn in (("accel off", accel_off), ("accel on late", accel_on_late),
+                             ("round trips", round_trips),
+                             ("small buffer", small_buffer),
+                             ("udp flood", udp_flood), ("forged far seq", forged_far_seq),
+                             ("rst out of window", rst_out_of_window),
+                             ("flush", flush_mid_transfer),
+                             ("alloc faults", alloc_faults),
+                             ("key gone", origin_key_gone), ("keys deleted", keys_deleted),
+                             ("ack key deleted", lambda *a: keys_deleted(*a, which="acks")),
+                             ("many flows", many_flows), ("idle flows", idle_flows),
+                             ("hop misbehaves", hop_misbehaves),
+                             ("short replay window", short_replay_window),
+                             ("lost resend", lost_resend),
+                             ("lost tail resend", lost_tail_resend),
+                             ("hop outage", hop_outage),
+                             ("late on lan", late_on_lan), ("upload", upload),
+                             ("lost window update", lost_window_update),
+                             ("two tunnels", two_tunnels),
+                             ("paused reader, busy tunnel", paused_reader_busy_tunnel),
+                             ("reader gone, busy tunnel",
+                              lambda *a: paused_reader_busy_tunnel(*a, long_pause=True)),
+                             ("lost window update, no peer buffer",
+                              lambda *a: lost_window_update(*a, peer_buffer=False)),
+                             ("peer buffer lowered", peer_buffer_lowered),
+                             ("nat-t", nat_t), ("rekeys", rekeys),
+                             ("transport", transport), ("mutants", mutants_on_hop),
+                             ("ipv6", ipv6)):
+                if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
+                    if rnd:
+                        continue
+                    T.skip(f"accel {name}", "not in LES_ACCEL_ONLY "
+                           f"{os.environ.get('LES_ACCEL_ONLY')}")
+                    continue
+                T.prefix = f"accel {name}: "
+                t0 = time.monotonic()
+                try:
+                    fn(T, prof, sums)
+                except Exception as e:  # noqa: BLE001
+                    T.ok(False, "set-up", e)
+                T.prefix = ""
+                print(f"# accel {name}: {time.monotonic() - t0:.0f} s", flush=True)
     finally:
         tb.flush_sas()
         for n in PEPS:
