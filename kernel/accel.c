@@ -205,6 +205,12 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rcv_ack = rcv->ack;
 	d->rcv_edge = les_side_edge(rcv);
 	d->rcv_known = true;
+	d->edge_old = d->rcv_edge;
+	d->edge_new = d->rcv_edge;
+	d->edge_new_at = ktime_get();
+	d->loss = false;
+	d->rto_unanswered = false;
+	d->dupacks = 0;
 	d->unheld = false;
 	d->replay_window = les_accel_replay_window(view);
 	les_early_rto_set(d, les_early_copies_rto_us(af, s));

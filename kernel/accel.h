@@ -155,13 +155,19 @@ struct les_accel_dir {
 	bool ack_due;		/* an early ACK waits for the batch's end */
 	bool rto_unanswered;	/* the timer resent, no receiver ACK since */
 	/*
-	 * After a timeout, the copies then out below @loss_high are taken
-	 * as lost; from the receiver's next new ACK on, each goes again
-	 * once, in order: @loss_next is where that has got to.
+	 * Loss recovery (early_ack.c): the copies out below @loss_high at
+	 * the timeout @loss_at are taken as lost; @loss_go: the receiver
+	 * has ACKed new data since, and they go again; @loss_paced: the
+	 * pacer's room ran out, the tick goes on.
 	 */
 	bool loss;
-	u32 loss_next;
+	bool loss_go;
+	bool loss_paced;
+	ktime_t loss_at;
 	u32 loss_high;
+	/* The receiver's right edge a round trip or two ago, and since. */
+	u32 edge_old, edge_new;
+	ktime_t edge_new_at;
 	u32 ack_point;		/* data below it is held or delivered: ACKed */
 	u32 adv_edge;		/* right edge advertised to the sender */
 	bool ts;		/* the flow uses timestamps */

@@ -300,18 +300,31 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 	}
 }
 
+/* Each round trip, the receiver's right edge then becomes the old one. */
+static void les_early_edge_age(struct les_accel_flow *af, unsigned int s,
+			       ktime_t now)
+{
+	struct les_accel_dir *d = &af->dir[s];
+
+	if (ktime_us_delta(now, d->edge_new_at) < les_early_hop_rtt_us(af, s))
+		return;
+	d->edge_old = d->edge_new;
+	d->edge_new = d->rcv_edge;
+	d->edge_new_at = now;
+}
+
 /*
  * Loss recovery after a timeout (RFC 5681 3.1, RFC 6298 5.4): every copy
- * out when the timer fired is taken as lost, and once the receiver ACKs
- * new data the hop carries again: each goes again once, in order from
- * its ACK on, as far as copies may go now (the timer's rules), unless
- * SACKed or sent within a round trip and the reordering window (the
- * timer's last round may have it on its way).  Without it only the copy
- * at the ACK went each timeout, and its answer kept the timer from a
- * round of all: after a hop outage that let through the end of such a
- * round, a download crept on at a segment a round trip, 2 MB held (seen:
- * 10 kB in 6 s, `accel hop outage`).  Each ACK goes on from @loss_next;
- * a copy queued in its lane waits there.
+ * out at the timeout is taken as lost.  Once the receiver ACKs new data,
+ * the hop carries again, and each goes again once, in sequence order, as
+ * far as the timer's rules let copies go, unless SACKed or sent within a
+ * round trip and the reordering window; those sent past the window,
+ * which the far PEP holds (the timer's first rounds), only once the
+ * window reached them a round trip ago (that released them there).  Else
+ * the answer to each single resend kept the timer from a round of all,
+ * and a flow whose hop came back during such a round crept on at a
+ * segment a round trip (`accel hop outage`).  As far as the pacer has
+ * room; the tick goes on (les_early_timer()).
  */
 static void les_early_loss_resend(struct les_pep_net *pn,
 				  struct les_accel_flow *af, unsigned int s,
@@ -335,19 +348,20 @@ static void les_early_loss_resend(struct les_pep_net *pn,
 				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
 			first = false;
 		}
-		if (before(h->seq, d->loss_next))
+		/* Sent again since the timeout: once is all. */
+		if (ktime_after(h->sent, d->loss_at))
 			continue;
-		if (after(h->end, limit) ||
-		    (far_holds && h->beyond_window && after(h->end, d->rcv_edge)))
+		if (after(h->end, limit))
 			return;
-		if (ktime_us_delta(now, h->sent) >= wait) {
-			if (les_pacer_room(&pn->accel.pacer, todo) ?
-			    !les_held_send(h, todo) :
-			    !les_hop_queue_resend(pn, h, d))
-				return;
-			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
-		}
-		d->loss_next = h->end;
+		if (far_holds && h->beyond_window && after(h->end, d->edge_old))
+			continue;
+		/* Maybe on its way still: the next ACK looks again. */
+		if (ktime_us_delta(now, h->sent) < wait)
+			return;
+		d->loss_paced = !les_pacer_room(&pn->accel.pacer, todo);
+		if (d->loss_paced || !les_held_send(h, todo))
+			return;
+		les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
 	}
 	d->loss = false;
 }
@@ -416,7 +430,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	u32 ack = t->ack, edge, sacked_high = 0;
 	ktime_t now = ktime_get(), timed = 0, timed_sack = 0;
 	struct les_held *h, *tmp;
-	bool progress = false, opened, beyond, filled = false;
+	bool progress = false, opened, beyond, filled = false, spurious = false;
 	unsigned int i;
 
 	if (!(t->flags & LES_TCP_ACK))
@@ -438,6 +452,14 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 				les_early_timed(h, &timed);
 				filled |= h->tx > 1 || h->unheld_before;
 			}
+			/*
+			 * A copy sent once before the timeout, within the
+			 * window, arrived: the timeout was spurious (F-RTO,
+			 * RFC 5682), nothing more goes again for it.
+			 */
+			spurious |= d->loss && !d->loss_go && h->tx == 1 &&
+				    !h->beyond_window &&
+				    !ktime_after(h->sent, d->loss_at);
 			les_held_free(an, d, h);
 		}
 		/*
@@ -454,6 +476,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	opened = after(edge, d->rcv_edge);
 	if (opened)
 		d->rcv_edge = edge;
+	les_early_edge_age(af, s, now);
 	/*
 	 * A late start: once the receiver has ACKed what was in flight before
 	 * it, ACKs are ours; the window's right edge we give starts at the
@@ -526,10 +549,13 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 		timed = timed_sack;
 	if (timed)
 		les_rtt_sample(&d->hop_rtt, ktime_us_delta(now, timed));
-	if (d->loss && !before(d->rcv_ack, d->loss_high))
-		d->loss = false;
-	else if (d->loss && progress)
-		les_early_loss_resend(pn, af, s, todo);
+	if (d->loss && progress) {
+		d->loss_go = true;
+		if (!before(d->rcv_ack, d->loss_high) || spurious)
+			d->loss = false;
+		else
+			les_early_loss_resend(pn, af, s, todo);
+	}
 	if (sacked_high)
 		les_early_recover(pn, af, s, sacked_high, todo);
 	else if (d->dupacks >= 3)
@@ -539,7 +565,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));
 }
 
-/* The end of the newest copy sent (held in order, the unsent last). */
+/* The end of the highest copy sent so far: loss recovery's end. */
 static u32 les_early_sent_high(const struct les_accel_dir *d)
 {
 	struct les_held *h;
@@ -567,7 +593,8 @@ static u32 les_early_sent_high(const struct les_accel_dir *d)
  * probes it again and sends its answer on (receiver.c); the receiver's
  * SACKs then show any the hop lost.  Every round resent all the far PEP
  * held, up to 2 MB, dropped there; later rounds still do, should that PEP
- * have lost its keys or stopped accelerating.
+ * have lost its keys or stopped accelerating.  A timeout also starts loss
+ * recovery, which goes on here while the pacer's room holds it back.
  */
 void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 		     unsigned int s, ktime_t now, struct les_accel_todo *todo)
@@ -578,6 +605,8 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	bool first = true, all = false, far_holds = false;
 
 	les_early_rto_set(d, rto);
+	if (d->loss && d->loss_paced)
+		les_early_loss_resend(pn, af, s, todo);
 	list_for_each_entry(h, &d->held, node) {
 		if (!h->tx || h->sacked || h->waiting)
 			continue;
@@ -596,7 +625,9 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			all = d->rto_unanswered;
 			d->rto_unanswered = true;
 			d->loss = true;
-			d->loss_next = d->rcv_ack;
+			d->loss_go = false;
+			d->loss_paced = false;
+			d->loss_at = now;
 			d->loss_high = les_early_sent_high(d);
 			far_holds = d->early &&
 				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
