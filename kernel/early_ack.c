@@ -451,15 +451,15 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 				les_early_spurious(pn, af, s, h, now);
 				les_early_timed(h, &timed);
 				filled |= h->tx > 1 || h->unheld_before;
+				/*
+				 * Sent once before the timeout, inside the
+				 * window, and not SACKed, it arrived: the
+				 * timeout was spurious (F-RTO, RFC 5682).
+				 */
+				spurious |= d->loss && !d->loss_go &&
+					    h->tx == 1 && !h->beyond_window &&
+					    !ktime_after(h->sent, d->loss_at);
 			}
-			/*
-			 * A copy sent once before the timeout, within the
-			 * window, arrived: the timeout was spurious (F-RTO,
-			 * RFC 5682), nothing more goes again for it.
-			 */
-			spurious |= d->loss && !d->loss_go && h->tx == 1 &&
-				    !h->beyond_window &&
-				    !ktime_after(h->sent, d->loss_at);
 			les_held_free(an, d, h);
 		}
 		/*
