@@ -194,6 +194,11 @@ def round_trips(T, prof, sums):
         th.join(30)
         tb.sh(f"{tb.LESCTL} pep set hop-rate {rate}", "hpep")
     res, hop_us, seen = out["res"], prof["rtt_ms"] * 1000, list(seen)
+    # A copy's round trip starts when the pacer's queue and rate say it
+    # leaves; a pacer whose timer fired late catches up, by its queue's
+    # 60 ms at most (LES_PACER_QUEUE_MS): a copy may leave that much
+    # sooner (seen: 599.2 ms on a 600 ms hop, Debian 6.12).
+    catch_up = 60000
     # The last sample with data held (the lane not yet empty): the
     # observer's round trip has taken in the most waits.
     client, server = ([cs for cs in seen if cs[1].get("held", 0) > 0] or [({}, {})])[-1]
@@ -216,13 +221,14 @@ def round_trips(T, prof, sums):
     print(f"# round trips: held past flow-buffer at most {creep} bytes; {acks} early ACKs",
           flush=True)
     T.ok(res["status"] == "ok" and seen and
-         all(s["hop_rtt_us"] >= s["hop_rtt_min_us"] >= hop_us and s["rto_us"] >= 2 * hop_us and
+         all(s["hop_rtt_us"] >= s["hop_rtt_min_us"] >= hop_us - catch_up and
+             s["rto_us"] >= 2 * (hop_us - catch_up) and
              s["lead"] <= s["held"] < flow_buffer + (acks + 1) * (1 << c.get("wscale", 0))
              for c, s in seen),
          f"a 10 MB fetch: the hub shows the server's data ACKed early, its lead all held, "
          f"within flow-buffer (and less than a window unit per early ACK past it), its "
          f"copies timed, never faster than the hop's "
-         f"{prof['rtt_ms']} ms, the timeout twice that",
+         f"{prof['rtt_ms']} ms (less the pacer's catch-up), the timeout twice that",
          {"fetch": res, "samples": len(seen), "last": [client, server],
           "sampler": out.get("sampler")})
     T.ok(server.get("held", 0) > 0 and server["hop_rtt_us"] < client["rtt_us"] and
