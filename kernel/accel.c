@@ -268,8 +268,19 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	if (on && to_hop)
 		les_accel_start(pn, f, from, pkt, view);
 	af = f->accel;
-	if (!af && on && !to_hop && pkt->payload)
+	if (!af && on && !to_hop && pkt->payload) {
 		af = les_accel_flow_get(pn, f);
+		/*
+		 * No memory to hold data past its receiver's window: dropped,
+		 * as les_rcv_data() drops it with no room (receiver.c).
+		 */
+		if (!af && (f->side[!from].flags_seen & LES_TCP_ACK) &&
+		    after(pkt->tcp.seq + pkt->payload,
+			  les_side_edge(&f->side[!from]))) {
+			__skb_queue_tail(&todo->drop, skb);
+			return;
+		}
+	}
 	if (!af) {
 		/*
 		 * The tick marks only the flows it holds; one that holds
