@@ -274,7 +274,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		 * No memory to hold data past its receiver's window: dropped,
 		 * as les_rcv_data() drops it with no room (receiver.c).
 		 */
-		if (!af && (f->side[!from].flags_seen & LES_TCP_ACK) &&
+		if (!af && f->handshake &&
+		    (f->side[!from].flags_seen & LES_TCP_ACK) &&
 		    after(pkt->tcp.seq + pkt->payload,
 			  les_side_edge(&f->side[!from]))) {
 			__skb_queue_tail(&todo->drop, skb);

@@ -283,14 +283,14 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 			les_hop_queue_skb(pn, op->skb, todo, !authentic);
 			les_hop_drain(pn, todo);
 			spin_unlock_bh(&pn->flows.lock);
-		} else if (op->skb && why == LES_STAT_PEP_ERRORS &&
+		} else if (op->skb && err == -ENOMEM &&
 			   atomic_read(&pn->accel.active)) {
 			/*
 			 * Off the hop, not read for want of memory: past its
 			 * receiver's window, its TCP would drop it after its
 			 * xfrm took the sequence number, and refuse every
 			 * resend of what the far PEP ACKed early.  Dropped
-			 * here, it comes again (as the hook drops, pep.c).
+			 * here, it comes again (as les_pep_hook() drops).
 			 */
 			__skb_queue_tail(&todo->drop, op->skb);
 		} else if (op->skb) {
