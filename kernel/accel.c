@@ -278,7 +278,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		    (f->side[!from].flags_seen & LES_TCP_ACK) &&
 		    after(pkt->tcp.seq + pkt->payload,
 			  les_side_edge(&f->side[!from]))) {
-			__skb_queue_tail(&todo->drop, skb);
+			kfree_skb(skb);
 			return;
 		}
 	}

@@ -300,6 +300,16 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 	}
 }
 
+/*
+ * Does the far PEP hold what went past the window, for the oldest copy
+ * @h's first timeouts while the flow is ACKed early (les_early_timer())?
+ */
+static bool les_early_far_holds(const struct les_accel_dir *d,
+				const struct les_held *h)
+{
+	return d->early && h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
+}
+
 /* Each round trip, the receiver's right edge then becomes the old one. */
 static void les_early_edge_age(struct les_accel_flow *af, unsigned int s,
 			       ktime_t now)
@@ -344,8 +354,7 @@ static void les_early_loss_resend(struct les_pep_net *pn,
 		if (!h->tx || h->sacked || h->waiting)
 			continue;
 		if (first) {
-			far_holds = d->early &&
-				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
+			far_holds = les_early_far_holds(d, h);
 			first = false;
 		}
 		/* Sent again since the timeout: once is all. */
@@ -629,8 +638,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 			d->loss_paced = false;
 			d->loss_at = now;
 			d->loss_high = les_early_sent_high(d);
-			far_holds = d->early &&
-				    h->timeouts < LES_ACCEL_FAR_HOLD_ROUNDS;
+			far_holds = les_early_far_holds(d, h);
 		} else if (!all || after(h->end, les_early_send_limit(pn, d)) ||
 			   (far_holds && h->beyond_window &&
 			    after(h->end, d->rcv_edge))) {

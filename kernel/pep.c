@@ -292,7 +292,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 			 * resend of what the far PEP ACKed early.  Dropped
 			 * here, it comes again (as les_pep_hook() drops).
 			 */
-			__skb_queue_tail(&todo->drop, op->skb);
+			kfree_skb(op->skb);
 		} else if (op->skb) {
 			__skb_queue_tail(&todo->release, op->skb);
 		}
