@@ -178,6 +178,7 @@ struct les_accel_dir {
 	u32 held_bytes;
 	bool unheld;		/* data up to @unheld_end went on unheld */
 	u32 unheld_end;
+	ktime_t ts_guard_since;	/* the sender's resends dropped since (early_ack.c) */
 	u32 rcv_ack;		/* the receiver's own cumulative ACK */
 	u32 rcv_edge;		/* and its right edge */
 	bool rcv_known;

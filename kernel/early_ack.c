@@ -149,6 +149,59 @@ static void les_early_unheld(struct les_accel_dir *d, u32 end)
 	}
 }
 
+/*
+ * Must the sender's segment ending at @end, with TSval @tsval, wait for a
+ * copy held past it?  The receiver's TCP takes the TSval of a segment that
+ * reaches what it has ACKed in order (tcp_replace_ts_recent()), a partly
+ * duplicate one too, as its TS.Recent, and then drops as old every segment
+ * whose TSval is more than one behind (PAWS, RFC 7323 5.3), after its xfrm
+ * took the sequence number: a copy above the sender's resend, older than
+ * it and still to arrive (lost on the hop, or behind it), is lost for
+ * good, each resend of it a replay.  The sender resends only what we did
+ * not ACK (data that went unheld, or never reached us), and then anew,
+ * with a new TSval.  So while a copy past @end is older by more than one,
+ * inside the receiver's window and not SACKed, the resend is dropped: the
+ * sender sends again, and the copies are resent meanwhile as the
+ * receiver's SACKs and the timer say.  One reaching past the window is
+ * not waited for: the far PEP holds it until the window opens, which may
+ * take this resend (docs/accel.md 8).  Nor is any for longer than
+ * LES_ACCEL_GUARD_RTOS timeouts, should the SACKs of copies the receiver
+ * has be lost: resends then pass until one needs no wait.  New data,
+ * with no copy past it, leaves the clock as it is.
+ */
+static bool les_early_ts_waits(struct les_pep_net *pn, struct les_accel_flow *af,
+			       unsigned int s, u32 tsval, u32 end)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	bool below = false;
+	struct les_held *h;
+	ktime_t now;
+
+	list_for_each_entry_reverse(h, &d->held, node) {
+		if (!after(h->end, end))
+			break;
+		below = true;
+		if (h->sacked || (s32)(tsval - h->tsval) <= 1 ||
+		    (d->rcv_known && after(h->end, d->rcv_edge)))
+			continue;
+		now = ktime_get();
+		if (!d->ts_guard_since) {
+			d->ts_guard_since = now;
+		} else if (ktime_us_delta(now, d->ts_guard_since) >=
+			   max_t(s64, (s64)LES_ACCEL_GUARD_RTOS *
+				      les_early_copies_rto_us(af, s),
+				 LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC)) {
+			les_stat_inc(pn->net, LES_STAT_ACCEL_TS_GUARD_EXPIRED);
+			return false;
+		}
+		les_stat_inc(pn->net, LES_STAT_ACCEL_TS_GUARD);
+		return true;
+	}
+	if (below)
+		d->ts_guard_since = 0;
+	return false;
+}
+
 /* A segment from the sender @s, on its way onto the hop. */
 void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, const struct les_pep_pkt *pkt,
@@ -177,6 +230,16 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (d->early)
 			les_early_unheld(d, end);
 		les_hop_queue_skb(pn, skb, todo, false);
+		return;
+	}
+	/*
+	 * A resend that would cost a copy held past it its delivery: one we
+	 * would pass on (not one below the ACK point, absorbed below).
+	 */
+	if (d->ts && t->has_ts &&
+	    (after(end, d->ack_point) || (d->late && before(seq, d->start))) &&
+	    les_early_ts_waits(pn, af, s, t->tsval, end)) {
+		__skb_queue_tail(&todo->drop, skb);
 		return;
 	}
 	/*

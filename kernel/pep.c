@@ -278,21 +278,23 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		 * Unread, it goes on as it came (the engine acts on nothing
 		 * forged), onto the hop in its turn.
 		 */
-		if (op->skb && op->to_hop) {
+		if (op->skb && err == -ENOMEM &&
+		    atomic_read(&pn->accel.active)) {
+			/*
+			 * Not read for want of memory.  Off the hop, past its
+			 * receiver's window, its TCP would drop it after its
+			 * xfrm took the sequence number, and refuse every
+			 * resend of what the far PEP ACKed early; onto it, a
+			 * sender's resend would pass copies held past it that
+			 * its new TSval makes old (early_ack.c).  Dropped
+			 * here, it comes again (as les_pep_hook() drops).
+			 */
+			kfree_skb(op->skb);
+		} else if (op->skb && op->to_hop) {
 			spin_lock_bh(&pn->flows.lock);
 			les_hop_queue_skb(pn, op->skb, todo, !authentic);
 			les_hop_drain(pn, todo);
 			spin_unlock_bh(&pn->flows.lock);
-		} else if (op->skb && err == -ENOMEM &&
-			   atomic_read(&pn->accel.active)) {
-			/*
-			 * Off the hop, not read for want of memory: past its
-			 * receiver's window, its TCP would drop it after its
-			 * xfrm took the sequence number, and refuse every
-			 * resend of what the far PEP ACKed early.  Dropped
-			 * here, it comes again (as les_pep_hook() drops).
-			 */
-			kfree_skb(op->skb);
 		} else if (op->skb) {
 			__skb_queue_tail(&todo->release, op->skb);
 		}

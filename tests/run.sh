@@ -187,9 +187,7 @@ vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 		only=${LES_ONLY-'^(errors|modes|pep|hardening|accel|in-use|async)$'}
 		configs=${LES_CONFIGS-'^(tunnel v4-in-v4)$'}
 		parts=${LES_PARTS-'^(pep (tunnel v4-in-v4|unload)|hardening init faults)$'}
-		# accel alloc faults: FULL=1 only while it stalls (2 runs in 4
-		# since the loss recovery of 4d15c2f; issue #28).
-		accel_only=${LES_ACCEL_ONLY-'^(flush)$'}
+		accel_only=${LES_ACCEL_ONLY-'^(flush|alloc faults)$'}
 		# On a host slow enough that the subset might not end within
 		# make check's budget (its usual time, scaled, plus a quarter),
 		# its core: the load's fault injection and the opener; a SKIP
