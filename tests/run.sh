@@ -183,7 +183,7 @@ vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 		# opener, unload under traffic, the engine's newest paths and
 		# async crypto once each, and the fault injection only it has
 		# (docs/testing.md lists what it leaves to Debian's kernels).
-		usual=1300
+		usual=1450
 		only=${LES_ONLY-'^(errors|modes|pep|hardening|accel|in-use|async)$'}
 		configs=${LES_CONFIGS-'^(tunnel v4-in-v4)$'}
 		parts=${LES_PARTS-'^(pep (tunnel v4-in-v4|unload)|hardening init faults)$'}
