@@ -418,6 +418,16 @@ u32 les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
 
 /* @h was (or is queued to be) sent again because a timer expired. */
+/*
+ * How long @d waits for one of its copies: the replay guard (pace.c), and
+ * the sender's resend below older copies (early_ack.c).
+ */
+static inline s64 les_guard_wait_us(const struct les_accel_dir *d)
+{
+	return max_t(s64, (s64)LES_ACCEL_GUARD_RTOS * d->rto_us,
+		     LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC);
+}
+
 static inline void les_held_timeout(struct les_held *h)
 {
 	if (h->timeouts < U8_MAX)

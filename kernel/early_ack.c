@@ -165,14 +165,13 @@ static void les_early_unheld(struct les_accel_dir *d, u32 end)
  * receiver's SACKs and the timer say.  One reaching past the window is
  * not waited for: the far PEP holds it until the window opens, which may
  * take this resend (docs/accel.md 8).  Nor is any for longer than
- * LES_ACCEL_GUARD_RTOS timeouts, should the SACKs of copies the receiver
+ * les_guard_wait_us(), should the SACKs of copies the receiver
  * has be lost: resends then pass until one needs no wait.  New data,
  * with no copy past it, leaves the clock as it is.
  */
-static bool les_early_ts_waits(struct les_pep_net *pn, struct les_accel_flow *af,
-			       unsigned int s, u32 tsval, u32 end)
+static bool les_early_ts_waits(struct les_pep_net *pn, struct les_accel_dir *d,
+			       u32 tsval, u32 end)
 {
-	struct les_accel_dir *d = &af->dir[s];
 	bool below = false;
 	struct les_held *h;
 	ktime_t now;
@@ -188,9 +187,7 @@ static bool les_early_ts_waits(struct les_pep_net *pn, struct les_accel_flow *af
 		if (!d->ts_guard_since) {
 			d->ts_guard_since = now;
 		} else if (ktime_us_delta(now, d->ts_guard_since) >=
-			   max_t(s64, (s64)LES_ACCEL_GUARD_RTOS *
-				      les_early_copies_rto_us(af, s),
-				 LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC)) {
+			   les_guard_wait_us(d)) {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_TS_GUARD_EXPIRED);
 			return false;
 		}
@@ -238,7 +235,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 */
 	if (d->ts && t->has_ts &&
 	    (after(end, d->ack_point) || (d->late && before(seq, d->start))) &&
-	    les_early_ts_waits(pn, af, s, t->tsval, end)) {
+	    les_early_ts_waits(pn, d, t->tsval, end)) {
 		__skb_queue_tail(&todo->drop, skb);
 		return;
 	}
