@@ -212,7 +212,6 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->rto_unanswered = false;
 	d->dupacks = 0;
 	d->unheld = false;
-	d->ts_guard_since = 0;
 	d->replay_window = les_accel_replay_window(view);
 	les_early_rto_set(d, les_early_copies_rto_us(af, s));
 	les_stat_inc(pn->net, LES_STAT_ACCEL_FLOWS);

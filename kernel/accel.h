@@ -132,6 +132,11 @@ struct les_held {
 	 */
 	bool unheld_before;
 	/*
+	 * Older than a resend of the sender's passed below it: the ACK point
+	 * waits at it until the receiver has it (early_ack.c).
+	 */
+	bool behind;
+	/*
 	 * Out on the hop and not yet ACKed by the receiver: on its lane's
 	 * replay guard (pace.c) with the ESP sequence number it carries, or
 	 * @lane NULL.
@@ -178,7 +183,6 @@ struct les_accel_dir {
 	u32 held_bytes;
 	bool unheld;		/* data up to @unheld_end went on unheld */
 	u32 unheld_end;
-	ktime_t ts_guard_since;	/* the sender's resends dropped since (early_ack.c) */
 	u32 rcv_ack;		/* the receiver's own cumulative ACK */
 	u32 rcv_edge;		/* and its right edge */
 	bool rcv_known;
@@ -418,16 +422,6 @@ u32 les_held_purge(struct les_accel_net *an, struct les_accel_dir *d,
 bool les_held_send(struct les_held *h, struct les_accel_todo *todo);
 
 /* @h was (or is queued to be) sent again because a timer expired. */
-/*
- * How long @d waits for one of its copies: the replay guard (pace.c), and
- * the sender's resend below older copies (early_ack.c).
- */
-static inline s64 les_guard_wait_us(const struct les_accel_dir *d)
-{
-	return max_t(s64, (s64)LES_ACCEL_GUARD_RTOS * d->rto_us,
-		     LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC);
-}
-
 static inline void les_held_timeout(struct les_held *h)
 {
 	if (h->timeouts < U8_MAX)

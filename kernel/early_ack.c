@@ -150,53 +150,53 @@ static void les_early_unheld(struct les_accel_dir *d, u32 end)
 }
 
 /*
- * Must the sender's segment ending at @end, with TSval @tsval, wait for a
- * copy held past it?  The receiver's TCP takes the TSval of a segment that
- * reaches what it has ACKed in order (tcp_replace_ts_recent()), a partly
+ * The sender's segment ending at @end, with TSval @tsval, goes onto the
+ * hop.  The receiver's TCP takes the TSval of a segment that reaches what
+ * it has ACKed in order (tcp_replace_ts_recent()), a partly or wholly
  * duplicate one too, as its TS.Recent, and then drops as old every segment
  * whose TSval is more than one behind (PAWS, RFC 7323 5.3), after its xfrm
- * took the sequence number: a copy above the sender's resend, older than
- * it and still to arrive (lost on the hop, or behind it), is lost for
- * good, each resend of it a replay.  The sender resends only what we did
- * not ACK (data that went unheld, or never reached us), and then anew,
- * with a new TSval.  So while a copy past @end is older by more than one,
- * inside the receiver's window and not SACKed, the resend is dropped: the
- * sender sends again, and the copies are resent meanwhile as the
- * receiver's SACKs and the timer say.  One reaching past the window is
- * not waited for: the far PEP holds it until the window opens, which may
- * take this resend (docs/accel.md 8).  Nor is any for longer than
- * les_guard_wait_us(), should the SACKs of copies the receiver
- * has be lost: resends then pass until one needs no wait.  New data,
- * with no copy past it, leaves the clock as it is.
+ * took the sequence number: every resend of such a copy is a replay.  The
+ * sender resends only what we did not ACK (data that went unheld, or never
+ * reached us), with a new TSval; copies held past it and older by more
+ * than one may arrive after it.  So the ACK point does not pass such a
+ * copy (les_early_ack_on()) until the receiver SACKs or ACKs it: until
+ * then the sender keeps that data, and its own resends, newer, deliver it.
+ * Copies the sender has from us as ACKed cannot be taken back: those of a
+ * late start, none of it announced yet, can (docs/accel.md 8).
  */
-static bool les_early_ts_waits(struct les_pep_net *pn, struct les_accel_dir *d,
-			       u32 tsval, u32 end)
+static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
+			      u32 tsval, u32 end)
 {
-	bool below = false;
 	struct les_held *h;
-	ktime_t now;
 
 	list_for_each_entry_reverse(h, &d->held, node) {
 		if (!after(h->end, end))
 			break;
-		below = true;
-		if (h->sacked || (s32)(tsval - h->tsval) <= 1 ||
-		    (d->rcv_known && after(h->end, d->rcv_edge)))
+		if (h->behind || h->sacked || (s32)(tsval - h->tsval) <= 1)
 			continue;
-		now = ktime_get();
-		if (!d->ts_guard_since) {
-			d->ts_guard_since = now;
-		} else if (ktime_us_delta(now, d->ts_guard_since) >=
-			   les_guard_wait_us(d)) {
-			les_stat_inc(pn->net, LES_STAT_ACCEL_TS_GUARD_EXPIRED);
-			return false;
+		if (before(h->seq, d->ack_point)) {
+			if (!d->late)
+				continue;
+			d->ack_point = h->seq;
 		}
-		les_stat_inc(pn->net, LES_STAT_ACCEL_TS_GUARD);
-		return true;
+		h->behind = true;
+		les_stat_inc(pn->net, LES_STAT_ACCEL_TS_BEHIND);
 	}
-	if (below)
-		d->ts_guard_since = 0;
-	return false;
+}
+
+/*
+ * The ACK point, at copy @h, moves on over the copies held in order from
+ * there, but not over one a resend passed (les_early_ts_mark()) that the
+ * receiver has not SACKed.
+ */
+static void les_early_ack_on(struct les_accel_dir *d, struct les_held *h)
+{
+	list_for_each_entry_from(h, &d->held, node) {
+		if (h->seq != d->ack_point || (h->behind && !h->sacked))
+			break;
+		d->ack_point = h->end;
+		d->tsecr = h->tsval;
+	}
 }
 
 /* A segment from the sender @s, on its way onto the hop. */
@@ -224,19 +224,12 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
 	if (!d->early || !len ||
 	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
-		if (d->early)
+		if (d->early) {
 			les_early_unheld(d, end);
+			if (len && d->ts && t->has_ts)
+				les_early_ts_mark(pn, d, t->tsval, end);
+		}
 		les_hop_queue_skb(pn, skb, todo, false);
-		return;
-	}
-	/*
-	 * A resend that would cost a copy held past it its delivery: one we
-	 * would pass on (not one below the ACK point, absorbed below).
-	 */
-	if (d->ts && t->has_ts &&
-	    (after(end, d->ack_point) || (d->late && before(seq, d->start))) &&
-	    les_early_ts_waits(pn, d, t->tsval, end)) {
-		__skb_queue_tail(&todo->drop, skb);
 		return;
 	}
 	/*
@@ -244,6 +237,8 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * (we never held it).
 	 */
 	if (d->late && before(seq, d->start)) {
+		if (d->ts && t->has_ts)
+			les_early_ts_mark(pn, d, t->tsval, end);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -276,6 +271,8 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
 		les_early_unheld(d, end);
+		if (d->ts && t->has_ts)
+			les_early_ts_mark(pn, d, t->tsval, end);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -294,18 +291,14 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->held_bytes += len;
 	an->held_bytes += len;
 	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
+	if (d->ts && t->has_ts)
+		les_early_ts_mark(pn, d, t->tsval, end);
 	/*
 	 * In order, the ACK point moves past it and past what came early
 	 * and now joins it; out of order (the sender's packets may overtake
 	 * each other, as async crypto completes), it waits for the hole.
 	 */
-	for (; h->seq == d->ack_point; h = list_next_entry(h, node)) {
-		d->ack_point = h->end;
-		if (t->has_ts)
-			d->tsecr = h->tsval;
-		if (list_is_last(&h->node, &d->held))
-			break;
-	}
+	les_early_ack_on(d, h);
 	les_early_ack_due(pn, af, s);
 }
 
@@ -563,14 +556,11 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	 */
 	if (after(d->rcv_ack, d->ack_point)) {
 		d->ack_point = d->rcv_ack;
-		list_for_each_entry(h, &d->held, node) {
-			if (before(h->seq, d->ack_point))
-				continue;
-			if (h->seq != d->ack_point)
-				break;
-			d->ack_point = h->end;
-			d->tsecr = h->tsval;
-		}
+		/* Copies below the receiver's ACK are freed above. */
+		if (!list_empty(&d->held))
+			les_early_ack_on(d, list_first_entry(&d->held,
+							     struct les_held,
+							     node));
 		if (after(d->ack_point, d->adv_edge))
 			d->adv_edge = d->ack_point;
 	}
@@ -587,6 +577,13 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 			    h->sacked)
 				continue;
 			h->sacked = true;
+			/* The receiver has it: no PAWS drop to fear. */
+			if (h->behind && h->seq == d->ack_point) {
+				les_early_ack_on(d, h);
+				if (after(d->ack_point, d->adv_edge))
+					d->adv_edge = d->ack_point;
+				les_early_ack_due(pn, af, s);
+			}
 			les_early_spurious(pn, af, s, h, now);
 			les_early_timed(h, &timed_sack);
 			/* Its receiver has it: no resend to wait for. */

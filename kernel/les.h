@@ -189,8 +189,7 @@ enum les_stat {
 	LES_STAT_ACCEL_WINDOW_SHORT,	/* not taken: replay window too short */
 	LES_STAT_ACCEL_GUARD_WAITS,	/* an SA held back for a copy's resend */
 	LES_STAT_ACCEL_GUARD_EXPIRED,	/* ... for too long: the flow let go */
-	LES_STAT_ACCEL_TS_GUARD,	/* sender resends dropped lest PAWS drop copies */
-	LES_STAT_ACCEL_TS_GUARD_EXPIRED,	/* ... let go after that wait */
+	LES_STAT_ACCEL_TS_BEHIND,	/* copies older than a resend below them */
 	LES_STAT_ACCEL_KEYS_DRAINED,	/* keys that went, read on for held data */
 	LES_STAT_ACCEL_DRAIN_TIMEOUTS,	/* flows that let go when the drain ended */
 	LES_STAT_ACCEL_LOST,		/* bytes ACKed early, let go undelivered */

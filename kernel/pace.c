@@ -405,7 +405,9 @@ static bool les_hop_guard_waits(struct les_pep_net *pn, struct les_hop_lane *l,
 			les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_WAITS);
 		}
 		d = h->dir;
-		if (ktime_us_delta(now, l->guard_since) < les_guard_wait_us(d)) {
+		if (ktime_us_delta(now, l->guard_since) <
+		    max_t(s64, (s64)LES_ACCEL_GUARD_RTOS * d->rto_us,
+			  LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC)) {
 			if (!h->waiting &&
 			    ktime_us_delta(now, h->sent) >= d->rto_us &&
 			    les_held_send(h, todo)) {

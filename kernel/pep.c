@@ -285,9 +285,10 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 			 * receiver's window, its TCP would drop it after its
 			 * xfrm took the sequence number, and refuse every
 			 * resend of what the far PEP ACKed early; onto it, a
-			 * sender's resend would pass copies held past it that
-			 * its new TSval makes old (early_ack.c).  Dropped
-			 * here, it comes again (as les_pep_hook() drops).
+			 * sender's resend would pass unseen, and the ACK point
+			 * then over copies its new TSval makes old
+			 * (early_ack.c).  Dropped here, it comes again (as
+			 * les_pep_hook() drops).
 			 */
 			kfree_skb(op->skb);
 		} else if (op->skb && op->to_hop) {
