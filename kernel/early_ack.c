@@ -8,9 +8,10 @@
  *
  * "Ahead" numbers, in the sequence space of the data (s: sender, r:
  * receiver):
- *   rcv_ack <= (held copies) <= ack_point <= adv_edge
+ *   rcv_ack <= (copies held in order) <= ack_point <= adv_edge
  * rcv_ack is the receiver's own cumulative ACK; ack_point what the sender
- * had ACKed by the PEP; adv_edge the right edge of the window the PEP
+ * had ACKed by the PEP (copies past a hole, or older than a resend below
+ * them, wait above it); adv_edge the right edge of the window the PEP
  * gave it.  The lead (ack_point - rcv_ack) is what a crash of the PEP
  * would cost (docs/accel.md 7): flow-buffer bounds it, and so does the
  * receiver's window plus peer-buffer (the PEP takes no more than the hop
@@ -181,6 +182,9 @@ static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 		}
 		h->behind = true;
 		les_stat_inc(pn->net, LES_STAT_ACCEL_TS_BEHIND);
+		/* Its sender keeps it: the SA need not wait for it (pace.c). */
+		if (h->lane)
+			les_hop_guard_del(&pn->accel, h);
 	}
 }
 
@@ -563,6 +567,9 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 							     node));
 		if (after(d->ack_point, d->adv_edge))
 			d->adv_edge = d->ack_point;
+		/* Past it: the sender hears of that from us alone. */
+		if (d->early && after(d->ack_point, d->rcv_ack))
+			les_early_ack_due(pn, af, s);
 	}
 
 	for (i = 0; i < t->sack_n; i++) {

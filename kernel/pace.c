@@ -340,14 +340,15 @@ static void les_hop_lane_put(struct les_accel_net *an, struct les_hop_lane *l)
  * packets goes onto the hop more than @guard_limit ahead of the oldest
  * copy out there that its receiver has not ACKed (or SACKed), whose resend
  * the SA then waits for.  Copies join when first sent, from their SA's
- * lane, and leave when ACKed.
+ * lane, and leave when ACKed, or when their sender keeps them (a copy
+ * older than its resend: early_ack.c).
  */
 static void les_hop_guard_add(struct les_accel_net *an, struct les_hop_lane *l,
 			      struct les_held *h, u32 seq)
 {
 	u32 window = h->dir->replay_window;
 
-	if (h->lane || h->dir->unguarded)
+	if (h->lane || h->dir->unguarded || h->behind)
 		return;
 	/* The LAN reorders too: a slack, but never more than half of it. */
 	l->guard_limit = window - min_t(u32, window / 2, LES_ACCEL_REORDER_SLACK);

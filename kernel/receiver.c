@@ -98,6 +98,20 @@ bool les_rcv_recent(const struct les_accel_dir *d)
 }
 
 /*
+ * Of a flow picked up mid-stream, whose window scale is unknown and its
+ * window taken unscaled: does a segment from @seq fill the hole the
+ * receiver's window waits at?  Its TCP queues a segment from its next
+ * sequence number on whole while its window is open (tcp_data_queue()),
+ * however far the segment reaches: held here, it would be what the
+ * underestimated window waits for, for good.
+ */
+static bool les_rcv_fills(const struct les_flow *f,
+			  const struct les_flow_side *rcv, u32 seq)
+{
+	return !f->handshake && !after(seq, rcv->ack) && rcv->win;
+}
+
+/*
  * Data of @s, off the hop, for the receiver !@s.  Returns true if the
  * packet is held here, or dropped; false if it goes on now.
  */
@@ -118,7 +132,8 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * data the window reached meanwhile.
 	 */
 	if (!pkt->payload || !(rcv->flags_seen & LES_TCP_ACK) ||
-	    !after(end, les_side_edge(rcv)))
+	    !after(end, les_side_edge(rcv)) ||
+	    les_rcv_fills(af->flow, rcv, pkt->tcp.seq))
 		return false;
 	/*
 	 * No room: dropped here, where it was never seen.  Forwarded, the
@@ -185,12 +200,13 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
+	const struct les_flow_side *rcv = &af->flow->side[!s];
 	struct les_accel_dir *d = &af->dir[s];
-	u32 edge = les_side_edge(&af->flow->side[!s]);
+	u32 edge = les_side_edge(rcv);
 	struct les_held *h, *tmp;
 
 	list_for_each_entry_safe(h, tmp, &d->over, node) {
-		if (after(h->end, edge))
+		if (after(h->end, edge) && !les_rcv_fills(af->flow, rcv, h->seq))
 			break;
 		list_del(&h->node);
 		d->over_bytes -= h->end - h->seq;
@@ -371,7 +387,8 @@ bool les_rcv_probe_desc(struct les_accel_flow *af, unsigned int s,
 	 * to the ACK point in @s's name: an older ACK would be stale to it.
 	 */
 	desc->ack = snd->ack;
-	if (af->dir[!s].early && after(af->dir[!s].ack_point, desc->ack))
+	if (af->dir[!s].early && !af->dir[!s].late &&
+	    after(af->dir[!s].ack_point, desc->ack))
 		desc->ack = af->dir[!s].ack_point;
 	desc->win = snd->win;
 	desc->flags = LES_TCP_ACK;
