@@ -151,6 +151,7 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	f = kmem_cache_zalloc(les_flow_cache, GFP_ATOMIC | __GFP_ACCOUNT);
 	if (!f) {
 		les_stat_inc(t->net, LES_STAT_PEP_ERRORS);
+		t->no_memory = true;
 		return NULL;
 	}
 	f->key = *key;
@@ -160,6 +161,7 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	if (rhashtable_insert_fast(&t->ht, &f->node, les_flow_params)) {
 		kmem_cache_free(les_flow_cache, f);
 		les_stat_inc(t->net, LES_STAT_PEP_ERRORS);
+		t->no_memory = true;
 		return NULL;
 	}
 	list_add_tail(&f->lru, &t->lru);
@@ -302,6 +304,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 
 	from = les_flow_key_make(&key, pkt);
 	spin_lock_bh(&t->lock);
+	t->no_memory = false;
 	f = rhashtable_lookup_fast(&t->ht, &key, les_flow_params);
 	if (only && (!f || !only(f, from, pkt))) {
 		f = NULL;

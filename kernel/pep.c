@@ -168,7 +168,15 @@ static void les_pep_accel(struct les_flow *f, unsigned int from, void *arg)
 	struct les_pep_op *op = a->op;
 
 	if (!f) {
-		if (op->to_hop)
+		/*
+		 * A SYN (or SYN-ACK) the table had no memory for, while
+		 * accelerating: dropped, it comes again.  Unseen, its flow's
+		 * window scale would be unknown here (receiver.c).
+		 */
+		if ((a->pkt->tcp.flags & LES_TCP_SYN) &&
+		    op->pn->flows.no_memory && READ_ONCE(op->pn->accel.cfg.on))
+			kfree_skb(op->skb);
+		else if (op->to_hop)
 			les_hop_queue_skb(op->pn, op->skb, a->todo, false);
 		else
 			__skb_queue_tail(&a->todo->release, op->skb);
@@ -279,9 +287,12 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		 * forged), onto the hop in its turn.
 		 */
 		if (op->skb && err == -ENOMEM &&
-		    atomic_read(&pn->accel.active)) {
+		    (READ_ONCE(pn->accel.cfg.on) ||
+		     atomic_read(&pn->accel.active))) {
 			/*
-			 * Not read for want of memory.  Off the hop, past its
+			 * Not read for want of memory.  A SYN unseen would
+			 * leave its flow's window scale unknown here
+			 * (receiver.c).  Off the hop, past its
 			 * receiver's window, its TCP would drop it after its
 			 * xfrm took the sequence number, and refuse every
 			 * resend of what the far PEP ACKed early; onto it, a

@@ -115,6 +115,7 @@ struct les_flow_table {
 	u32 gen;			/* bumped when a flow comes or goes: dumps */
 	struct net *net;
 	unsigned int max_flows, idle_timeout;	/* settings: lesctl pep set */
+	bool no_memory;			/* for the new flow of the last packet */
 };
 
 /* A TCP segment the hook opened, with the packet's outer facts. */

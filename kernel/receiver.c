@@ -98,17 +98,19 @@ bool les_rcv_recent(const struct les_accel_dir *d)
 }
 
 /*
- * Of a flow picked up mid-stream, whose window scale is unknown and its
- * window taken unscaled: does a segment from @seq fill the hole the
- * receiver's window waits at?  Its TCP queues a segment from its next
- * sequence number on whole while its window is open (tcp_data_queue()),
- * however far the segment reaches: held here, it would be what the
- * underestimated window waits for, for good.
+ * Of a flow whose SYN or SYN-ACK went by unseen (picked up mid-stream),
+ * the receiver's window scale is unknown and its window taken unscaled:
+ * does a segment from @seq fill the hole that window waits at?  Its TCP
+ * queues a segment from its next sequence number on whole while its
+ * window is open (tcp_data_queue()), however far the segment reaches:
+ * held here, it would be what the underestimated window waits for, for
+ * good.
  */
-static bool les_rcv_fills(const struct les_flow *f,
+static bool les_rcv_fills(const struct les_flow_side *snd,
 			  const struct les_flow_side *rcv, u32 seq)
 {
-	return !f->handshake && !after(seq, rcv->ack) && rcv->win;
+	return !(snd->have_isn && rcv->have_isn) && !after(seq, rcv->ack) &&
+	       rcv->win;
 }
 
 /*
@@ -133,7 +135,7 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 */
 	if (!pkt->payload || !(rcv->flags_seen & LES_TCP_ACK) ||
 	    !after(end, les_side_edge(rcv)) ||
-	    les_rcv_fills(af->flow, rcv, pkt->tcp.seq))
+	    les_rcv_fills(&af->flow->side[s], rcv, pkt->tcp.seq))
 		return false;
 	/*
 	 * No room: dropped here, where it was never seen.  Forwarded, the
@@ -206,7 +208,8 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 	struct les_held *h, *tmp;
 
 	list_for_each_entry_safe(h, tmp, &d->over, node) {
-		if (after(h->end, edge) && !les_rcv_fills(af->flow, rcv, h->seq))
+		if (after(h->end, edge) &&
+		    !les_rcv_fills(&af->flow->side[s], rcv, h->seq))
 			break;
 		list_del(&h->node);
 		d->over_bytes -= h->end - h->seq;
