@@ -166,10 +166,13 @@ static void les_early_unheld(struct les_accel_dir *d, u32 end)
  * late start, none of it announced yet, can (docs/accel.md 8).
  */
 static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
-			      u32 tsval, u32 end)
+			      const struct les_tcp_seg *t, u32 end)
 {
+	u32 tsval = t->tsval;
 	struct les_held *h;
 
+	if (!d->ts || !t->has_ts)
+		return;
 	list_for_each_entry_reverse(h, &d->held, node) {
 		if (!after(h->end, end))
 			break;
@@ -230,8 +233,8 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	    (t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST | LES_TCP_URG))) {
 		if (d->early) {
 			les_early_unheld(d, end);
-			if (len && d->ts && t->has_ts)
-				les_early_ts_mark(pn, d, t->tsval, end);
+			if (len)
+				les_early_ts_mark(pn, d, t, end);
 		}
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
@@ -241,8 +244,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * (we never held it).
 	 */
 	if (d->late && before(seq, d->start)) {
-		if (d->ts && t->has_ts)
-			les_early_ts_mark(pn, d, t->tsval, end);
+		les_early_ts_mark(pn, d, t, end);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -275,8 +277,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
 		les_early_unheld(d, end);
-		if (d->ts && t->has_ts)
-			les_early_ts_mark(pn, d, t->tsval, end);
+		les_early_ts_mark(pn, d, t, end);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -295,8 +296,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->held_bytes += len;
 	an->held_bytes += len;
 	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
-	if (d->ts && t->has_ts)
-		les_early_ts_mark(pn, d, t->tsval, end);
+	les_early_ts_mark(pn, d, t, end);
 	/*
 	 * In order, the ACK point moves past it and past what came early
 	 * and now joins it; out of order (the sender's packets may overtake
