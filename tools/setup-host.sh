@@ -4,7 +4,7 @@
 set -euo pipefail
 
 stamp=/var/lib/les-setup.stamp
-want_version=11
+want_version=12
 
 if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want_version" ] && [ -z "${LES_FORCE_SETUP:-}" ]; then
 	exit 0
@@ -29,7 +29,7 @@ pkgs=(build-essential bc flex bison kmod libelf-dev sparse clang libclang-rt-14-
 	linux-image-amd64 linux-headers-amd64 linux-source-6.1
 	linux-image-6.12-amd64 linux-headers-6.12-amd64
 	dkms debhelper dh-dkms fakeroot lintian
-	tshark libwireshark-dev libgcrypt20-dev
+	tshark libwireshark-dev libglib2.0-dev libgcrypt20-dev
 	strongswan-charon strongswan-swanctl strongswan-pki charon-systemd
 	libstrongswan-standard-plugins dpkg-dev)
 missing=()

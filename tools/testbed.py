@@ -303,6 +303,9 @@ class Mode:
         self.sas = {}                  # direction ("down"/"up") -> spi, tunnel 0
         self.origin = {}               # les-pep: PEP -> its PEP-origin SA's spi, tunnel 0
         self.origins = {}              # les-pep: (PEP, tunnel) -> the same
+        # LES modes: what an endpoint's operator holds, to read a capture
+        # (wireshark-plugin/README.md): per SA its ends, SPI, blob and role.
+        self.wire_keys = []
         # One script per namespace, its xfrm part one `ip -batch`: under
         # emulation every exec counts (a debug kernel's takes a second).
         ipb = {n: [] for n in NS}      # namespace -> `ip -batch` lines
@@ -436,6 +439,8 @@ class Mode:
                 # The client initiates: "up" is initiator to responder.
                 key = lesctl(f"blob create endpoint dir {'i2r' if direction == 'up' else 'r2i'}")
             blob[direction] = key
+            if name != "esp":
+                self._wire_key(src, dst, Mode.spi, key, "endpoint", transport, inner)
             for n in ("client", "server"):
                 ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport, inner, reqid,
                                      self.window))
@@ -458,6 +463,8 @@ class Mode:
                                 f" mark {PEP_MARK:#x}")
                 ipb[dst].append(sa_add(src, dst, Mode.spi, blobs["pep-origin-in"], encap,
                                        transport, inner, reqid, self.window))
+                self._wire_key(src, dst, Mode.spi, blobs["pep-origin-in"], "pep-origin-in",
+                               transport, inner)
             for pep, dev, rate in (("hpep", "h-r", prof_rate(self.prof, "down")),
                                    ("rpep", "r-h", prof_rate(self.prof, "up"))):
                 # Every packet of a flow must reach the engine: a burst of
@@ -471,6 +478,11 @@ class Mode:
                         f"src {OUTER[a]} dst {OUTER[b]} proto esp reqid {reqid} mode tunnel")
                 ipb[me].append(f"xfrm policy add src {inner[a]} dst {inner[b]} dir {d} "
                                f"tmpl {tmpl}")
+
+    def _wire_key(self, src, dst, spi, blob, role, transport, inner):
+        ends = inner if transport else OUTER
+        self.wire_keys.append({"src": ends[src], "dst": ends[dst], "spi": spi,
+                               "blob": blob.removeprefix("0x"), "role": role})
 
     def counters(self):
         """What proves the mode carried a fetch: the client's inbound SA,

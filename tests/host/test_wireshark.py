@@ -33,10 +33,12 @@ PLUGIN = os.path.join(ROOT, "wireshark-plugin")
 WS_VERSION = "4.0"
 NOBODY = 65534
 
+# Without tshark there is nothing to run; with it, a dissector that does
+# not build (libwireshark-dev's headers need glib's, which it does not pull
+# in) fails the tests rather than skipping them.
 pytestmark = pytest.mark.skipif(
-    not shutil.which("tshark") or not shutil.which("pkg-config") or
-    subprocess.run(["pkg-config", "--exists", "wireshark"]).returncode,
-    reason="tshark or libwireshark-dev missing (tools/setup-host.sh installs them)")
+    not shutil.which("tshark"),
+    reason="tshark missing (tools/setup-host.sh installs it)")
 
 K2, K1, KP = bytes(range(36)), bytes(range(100, 136)), bytes(range(50, 82))
 A4, B4 = "192.0.2.1", "198.51.100.1"
@@ -323,32 +325,40 @@ def inner_tcp(inner: bytes, nexthdr: int) -> bytes | None:
 
 
 def check_capture(plugin, keys_path):
-    """Every LES packet of one capture, read by tshark with the endpoint blob
-    and with the pep-view blob, against lescodec: the LES fields, and the
-    inner TCP header's as Wireshark's TCP dissector read them."""
+    """Every LES packet of one capture, read by tshark with the endpoints'
+    blobs and with the PEPs' view of them (a PEP-origin SA's row the same in
+    both), against lescodec: the LES fields, and the inner TCP header's as
+    Wireshark's TCP dissector read them.  Returns the packets checked, and
+    how many of them a PEP sent (header-only, on a PEP-origin SA)."""
     meta = json.load(open(keys_path))
     src_pcap = keys_path[:-len(".keys.json")] + ".pcap"
     path = plugin.parent / os.path.basename(src_pcap)
     shutil.copy(src_pcap, path)
-    sa = meta["sas"][0]
-    ep = B.parse_blob(bytes.fromhex(sa["blob"]))
-    hz, pz = ep.header_key(sa["spi"]), ep.payload_key(sa["spi"])
+    sas = {sa["spi"]: sa for sa in meta["sas"]}
+    keys = {}
+    for spi, sa in sas.items():
+        b = B.parse_blob(bytes.fromhex(sa["blob"]))
+        keys[spi] = (b.header_key(spi),
+                     b.payload_key(spi) if b.role == B.Role.ENDPOINT else None)
     with pcap.PcapReader(str(path)) as r:
         frames = [pcap.frame_to_ip(r.linktype, rec.frame) for rec in r.records()]
-    checked = 0
+    checked = origin = 0
     for view in ("endpoint", "pep-view"):
-        blob = sa["blob"] if view == "endpoint" else \
-            B.pep_view_blob(bytes.fromhex(sa["blob"])).hex()
-        got = tshark(plugin, path, [(sa["src"], sa["dst"], hex(sa["spi"]), blob)])
+        rows = [(sa["src"], sa["dst"], hex(spi),
+                 B.pep_view_blob(bytes.fromhex(sa["blob"])).hex()
+                 if view == "pep-view" and keys[spi][1] else sa["blob"])
+                for spi, sa in sas.items()]
+        got = tshark(plugin, path, rows)
         assert len(got) == len(frames), keys_path
         for n, (ip, layers) in enumerate(zip(frames, got)):
             try:
                 f = P.find_esp(ip) if ip else None
             except FormatError:     # not IP (ARP, ...)
                 f = None
-            if f is None or f.spi != sa["spi"]:
+            if f is None or f.spi not in sas:
                 continue
             where = f"{meta['config']} {view} frame {n + 1}"
+            hz, pz = keys[f.spi]
             h = Z.open_headers(f.esp, hz)
             lf = les_fields(layers)
             assert int(lf["les.seq"]) == f.seq, where
@@ -357,7 +367,20 @@ def check_capture(plugin, keys_path):
             assert int(lf["les.nh"]) == h.nexthdr, where
             assert int(lf["les.flags"], 16) == h.flags, where
             assert int(lf["les.epoch"]) == h.epoch, where
-            if view == "endpoint":
+            if pz is None:
+                # A PEP's own packet: lescodec takes it as the endpoint's
+                # pep-origin-in SA would (section 5), and so does the
+                # dissector, whose TCP reads the ACK the PEP sent.
+                inner = Z.open_header_only(f.esp, hz, meta["esn"], meta.get("tunnel", True),
+                                           meta["seq_hi"])
+                assert lf["les.flags.header_only"] in ("1", "True"), where
+                assert not any(e in json.dumps(layers.get("les", {})) for e in LES_EXPERTS), where
+                tcp = inner_tcp(inner, h.nexthdr)
+                tlen, csum = 0, int.from_bytes(tcp[16:18], "big")
+                assert int(first(layers["tcp"], "tcp.window_size_value")) == \
+                    int.from_bytes(tcp[14:16], "big"), where
+                origin += 1
+            elif view == "endpoint":
                 o = Z.open_full(f.esp, hz, pz, meta["esn"], meta["seq_hi"])
                 assert int(lf["les.pz.pad_len"]) == o.pad, where
                 assert (lf["les.esn"] in ("1", "True")) == meta["esn"], where
@@ -377,7 +400,7 @@ def check_capture(plugin, keys_path):
                 if csum is not None:
                     assert int(first(tl, "tcp.checksum"), 16) == csum, where
             checked += 1
-    return checked
+    return checked, origin // 2
 
 
 @pytest.mark.skipif(not CAPTURES, reason="LES_VM_CAPTURES unset: the VM tests' "
@@ -389,7 +412,11 @@ def test_vm_captures(plugin):
     assert files, f"no captures with keys under {CAPTURES}"
     checked = {os.path.relpath(k, CAPTURES): check_capture(plugin, k) for k in files}
     print(checked)
-    assert all(checked.values()), checked
+    assert all(n for n, _ in checked.values()), checked
+    # The PEP engine's captures (tests/vm/accel_tests.py) hold its early
+    # ACKs, sealed by the kernel on its PEP-origin SA.
+    engine = {k: v for k, v in checked.items() if os.path.basename(k).startswith("accel-")}
+    assert not engine or all(origin for _, origin in engine.values()), checked
 
 
 def codec_opens(esp: bytes, meta) -> bool:

@@ -111,6 +111,26 @@ def tb_conf(w):
     return _CONF["workloads"][w]
 
 
+def captured(tag, mode, fn, frames=300):
+    """fn()'s result, the hub's link to the server captured meanwhile (its
+    first @frames frames: the handshake, the data, the hub's early ACKs) into
+    accel-TAG.pcap, the keys of @mode's SAs beside it: the dissector's test
+    reads both after the VM run (tests/host/test_wireshark.py)."""
+    path = f"{_CONF['out']}/accel-{tag}.pcap"
+    cap = subprocess.Popen(["tcpdump", "-Z", "root", "-n", "-U", "-s", "0", "-c", str(frames),
+                            "-i", "h-s", "-w", path], stdout=subprocess.DEVNULL,
+                           stderr=subprocess.PIPE, text=True, preexec_fn=tb.netns_of("hpep"))
+    cap.stderr.readline()                       # "listening on h-s, ..."
+    try:
+        return fn()
+    finally:
+        cap.terminate()
+        cap.wait(30)
+        with open(path[:-len(".pcap")] + ".keys.json", "w") as f:
+            json.dump({"config": f"testbed {tag}", "esn": False, "seq_hi": 0,
+                       "tunnel": not mode.transport, "sas": mode.wire_keys}, f)
+
+
 def accel_off(T, prof, sums):
     tb.Mode("les-pep", prof)
     before = stats("hpep")
@@ -1651,9 +1671,9 @@ def upload(T, prof, sums):
 def nat_t(T, prof, sums):
     holds = tb.encap_hold()
     try:
-        tb.Mode("les-pep", prof, encap=True)
+        mode = tb.Mode("les-pep", prof, encap=True)
         before = {n: stats(n) for n in PEPS}
-        res = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        res = captured("nat-t", mode, lambda: tb.fetch("1M", tb_conf("1M"), sums, 60))
         d = {n: delta(before[n], stats(n)) for n in PEPS}
         udp = tb.sh("ip -s xfrm state list", "client").stdout.count("espinudp")
         # The connection's close crosses the hop in UDP too: the sockets
@@ -1672,9 +1692,9 @@ def nat_t(T, prof, sums):
 
 
 def transport(T, prof, sums):
-    tb.Mode("les-pep", prof, transport=True)
+    mode = tb.Mode("les-pep", prof, transport=True)
     before = {n: stats(n) for n in PEPS}
-    res = tb.fetch("1M", tb_conf("1M"), sums, 60)
+    res = captured("transport", mode, lambda: tb.fetch("1M", tb_conf("1M"), sums, 60))
     d = {n: delta(before[n], stats(n)) for n in PEPS}
     states = tb.sh("ip xfrm state", "hpep").stdout
     modes = states.count("mode transport")
@@ -1694,9 +1714,9 @@ def ipv6(T, prof, sums):
         tb.endpoint_tcp([prof])
         sums6 = tb.server_up({w: _CONF["workloads"][w] for w in ("1M",)})
         tb.hop_up(prof)
-        tb.Mode("les-pep", prof)
+        mode = tb.Mode("les-pep", prof)
         before = {n: stats(n) for n in PEPS}
-        res = tb.fetch("1M", tb_conf("1M"), sums6, 60)
+        res = captured("ipv6", mode, lambda: tb.fetch("1M", tb_conf("1M"), sums6, 60))
         d = {n: delta(before[n], stats(n)) for n in PEPS}
     finally:
         tb.set_family(4)
@@ -1991,7 +2011,7 @@ def rekeys(T, prof, sums):
 
 
 def run(T, out, ko):
-    _CONF.update(tb.load_conf())
+    _CONF.update(tb.load_conf(), out=out)
     prof = _CONF["profiles"]["geo"]
     tb.load_les(ko)
     tb.sh(f"rm -rf {tb.WORK} && mkdir -p {tb.WORK}")
