@@ -69,7 +69,8 @@ bool les_slot_has_ipv6(void);
 extern const struct xfrm_type les_sa_type;
 
 /* pep.c: a pep-view SA came or went in @net */
-void les_pep_key_count(struct net *net, int delta);
+int les_pep_key_add(struct net *net);
+void les_pep_key_del(struct net *net);
 /* origin.c: a pep-origin-out SA came or went */
 void les_origin_sa_add(struct les_sa *sa);
 void les_origin_sa_del(struct les_sa *sa);

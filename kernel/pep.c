@@ -34,6 +34,8 @@
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/netns/generic.h>
+#include <net/netfilter/ipv4/nf_defrag_ipv4.h>
+#include <net/netfilter/ipv6/nf_defrag_ipv6.h>
 
 #include "les.h"
 #include "pep.h"
@@ -55,9 +57,34 @@ struct les_pep_net *les_pep_net(struct net *net)
 	return net_generic(net, les_pep_net_id);
 }
 
-void les_pep_key_count(struct net *net, int delta)
+/*
+ * A PEP reads whole ESP packets.  While it holds a key its namespace
+ * reassembles outer fragments before FORWARD, as conntrack does, and
+ * forwarding fragments them again no larger than they came (frag_max_size).
+ * Else a hop that fragments would have every packet pass unread: one past
+ * its receiver's window, and the far PEP's resends of what it held are
+ * replays there.  The users are counted per namespace by nf_defrag.
+ */
+int les_pep_key_add(struct net *net)
 {
-	atomic_add(delta, &les_pep_net(net)->keys);
+	int err = nf_defrag_ipv4_enable(net);
+
+	if (err)
+		return err;
+	err = nf_defrag_ipv6_enable(net);
+	if (err) {
+		nf_defrag_ipv4_disable(net);
+		return err;
+	}
+	atomic_inc(&les_pep_net(net)->keys);
+	return 0;
+}
+
+void les_pep_key_del(struct net *net)
+{
+	atomic_dec(&les_pep_net(net)->keys);
+	nf_defrag_ipv6_disable(net);
+	nf_defrag_ipv4_disable(net);
 }
 
 /*

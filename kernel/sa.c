@@ -318,11 +318,16 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 
 		parent = NULL;
 		if (!alive) {
-			rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
 			les_set_err(extack, "LES: no endpoint SA here derives this PEP-origin key");
-			les_sa_free_keys(sa);
-			kfree_rcu(sa, rcu);
-			return -ENOENT;
+			err = -ENOENT;
+			goto unlist;
+		}
+	}
+	if (sa->role == LES_ROLE_PEP_VIEW) {
+		err = les_pep_key_add(xs_net(x));
+		if (err) {
+			les_set_err(extack, "LES: this namespace cannot reassemble outer fragments for a PEP");
+			goto unlist;
 		}
 	}
 
@@ -342,11 +347,16 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	/* Same owner as the slot type, so the module reference carries over. */
 	x->type = &les_sa_type;
 
-	if (sa->role == LES_ROLE_PEP_VIEW)
-		les_pep_key_count(xs_net(x), 1);
-	else if (sa->role == LES_ROLE_PEP_ORIGIN_OUT)
+	if (sa->role == LES_ROLE_PEP_ORIGIN_OUT)
 		les_origin_sa_add(sa);
 	return 0;
+
+unlist:
+	/* A lookup may be walking past it: freed after a grace period. */
+	rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
+	les_sa_free_keys(sa);
+	kfree_rcu(sa, rcu);
+	return err;
 
 fail:
 	if (parent)
@@ -366,7 +376,7 @@ void les_sa_destroy(struct xfrm_state *x)
 		return;
 	rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
 	if (sa->role == LES_ROLE_PEP_VIEW)
-		les_pep_key_count(xs_net(x), -1);
+		les_pep_key_del(xs_net(x));
 	else if (sa->role == LES_ROLE_PEP_ORIGIN_OUT)
 		les_origin_sa_del(sa);
 	/*

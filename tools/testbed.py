@@ -285,7 +285,8 @@ class Mode:
     # Whose data each PEP ACKs early: the direction of the ACKs it sends.
     ORIGIN = {"hpep": ("up", "client", "server"), "rpep": ("down", "server", "client")}
 
-    def __init__(self, name, prof, encap=False, transport=False, tunnels=1, window=4096):
+    def __init__(self, name, prof, encap=False, transport=False, tunnels=1, window=4096,
+                 pmtud=True):
         self.name = name
         # The replay window of every SA, the PEP keys' included (theirs
         # mirror the endpoints': docs/accel.md 1).
@@ -296,6 +297,9 @@ class Mode:
         # Transport mode: the SAs between the endpoints' inner addresses,
         # which the routers carry as they are (no outer header).
         self.transport = transport
+        # pmtud=False: the endpoints' SAs clear the outer DF bit (flag
+        # nopmtudisc), so a hop with a smaller MTU fragments the ESP packets.
+        self.pmtud = pmtud
         self.prof = prof
         # Tunnels between the same gateways, one per client address
         # (client_addr()), each with its own SAs, PEP keys and reqid.
@@ -443,7 +447,7 @@ class Mode:
                 self._wire_key(src, dst, Mode.spi, key, "endpoint", transport, inner)
             for n in ("client", "server"):
                 ipb[n].append(sa_add(src, dst, Mode.spi, key, encap, transport, inner, reqid,
-                                     self.window))
+                                     self.window) + ("" if self.pmtud else " flag nopmtudisc"))
             if name in ("les-observer", "les-pep"):
                 # What the endpoint operator hands the PEPs: K2 only.
                 view = json.loads(lesctl(f"-j blob derive {key}"))[0]["blob"]
@@ -979,7 +983,7 @@ def fetch(name, w, sums, max_time, src=None):
 # ---- run --------------------------------------------------------------------------------
 
 def load_les(ko):
-    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user; modprobe sch_netem")
+    sh("modprobe -a esp4 esp6 xfrm_user nf_defrag_ipv4 nf_defrag_ipv6 sch_netem")
     if not os.path.exists("/sys/module/les"):
         sh(f"insmod {ko}")
 

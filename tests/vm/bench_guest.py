@@ -99,7 +99,7 @@ def wire_sizes(cfg, plain, out, sizes=(1, 100, 500, 1000, 1300)):
 def main():
     ko, out = sys.argv[1], sys.argv[2]
     os.makedirs(out, exist_ok=True)
-    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user")
+    sh("modprobe -a esp4 esp6 xfrm_user nf_defrag_ipv4 nf_defrag_ipv6")
     sh(f"insmod {ko}")
     topology_up()
     cfg = Config("tunnel", 4, 4)

@@ -28,7 +28,7 @@ def tcp_line(hz):
 
 def main():
     out = sys.argv[2] if len(sys.argv) > 2 else "/tmp"
-    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user")
+    sh("modprobe -a esp4 esp6 xfrm_user nf_defrag_ipv4 nf_defrag_ipv6")
     sh(f"insmod {sys.argv[1]}")
     topology_up()
     cfg = Config("tunnel", 4, 4)

@@ -56,7 +56,7 @@ def dmesg_tail(n=40):
 # ---- loading ----------------------------------------------------------------
 
 def test_load():
-    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user")
+    sh("modprobe -a esp4 esp6 xfrm_user nf_defrag_ipv4 nf_defrag_ipv6")
     p = sh(f"insmod {KO}", check=False)
     T.ok(p.returncode == 0, "les.ko loads (self-test passes, ESP slot taken)", p.stderr + dmesg_tail())
     log = dmesg_tail(20)
@@ -837,7 +837,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
 
     topology_up()
-    sh("modprobe esp4; modprobe esp6; modprobe xfrm_user")
+    sh("modprobe -a esp4 esp6 xfrm_user nf_defrag_ipv4 nf_defrag_ipv6")
     before = plain_esp_capture("before")
     steps = [
         ("load", test_load),
