@@ -34,6 +34,7 @@
 #include <net/ip.h>
 #include <net/ipv6.h>
 #include <net/netns/generic.h>
+#include <net/net_namespace.h>
 #include <net/netfilter/ipv4/nf_defrag_ipv4.h>
 #include <net/netfilter/ipv6/nf_defrag_ipv6.h>
 
@@ -65,26 +66,48 @@ struct les_pep_net *les_pep_net(struct net *net)
  * its receiver's window, and the far PEP's resends of what it held are
  * replays there.  The users are counted per namespace by nf_defrag.
  */
-int les_pep_key_add(struct net *net)
+static int les_pep_defrag_get(struct net *net)
 {
-	int err = nf_defrag_ipv4_enable(net);
+	int err;
 
+	err = IS_ENABLED(CONFIG_NF_DEFRAG_IPV4) ? nf_defrag_ipv4_enable(net) : 0;
 	if (err)
 		return err;
-	err = nf_defrag_ipv6_enable(net);
-	if (err) {
+	err = IS_ENABLED(CONFIG_NF_DEFRAG_IPV6) ? nf_defrag_ipv6_enable(net) : 0;
+	if (err && IS_ENABLED(CONFIG_NF_DEFRAG_IPV4))
 		nf_defrag_ipv4_disable(net);
-		return err;
-	}
-	atomic_inc(&les_pep_net(net)->keys);
-	return 0;
+	return err;
+}
+
+static void les_pep_defrag_put(struct net *net)
+{
+	/*
+	 * A namespace on its way out (its SAs destroyed by xfrm's GC, which
+	 * its cleanup does not wait for) has nf_defrag's own exit unhook,
+	 * unlocked: a disable racing it would unhook twice.
+	 */
+	if (!maybe_get_net(net))
+		return;
+	if (IS_ENABLED(CONFIG_NF_DEFRAG_IPV6))
+		nf_defrag_ipv6_disable(net);
+	if (IS_ENABLED(CONFIG_NF_DEFRAG_IPV4))
+		nf_defrag_ipv4_disable(net);
+	put_net(net);
+}
+
+int les_pep_key_add(struct net *net)
+{
+	int err = les_pep_defrag_get(net);
+
+	if (!err)
+		atomic_inc(&les_pep_net(net)->keys);
+	return err;
 }
 
 void les_pep_key_del(struct net *net)
 {
 	atomic_dec(&les_pep_net(net)->keys);
-	nf_defrag_ipv6_disable(net);
-	nf_defrag_ipv4_disable(net);
+	les_pep_defrag_put(net);
 }
 
 /*
@@ -673,8 +696,8 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 	/*
 	 * An outer fragment holds part of an ESP packet (a later one cannot
 	 * even tell ESP-in-UDP from other UDP): reading a header zone from it
-	 * would count a part as a packet.  Without conntrack's reassembly the
-	 * PEP lets fragments pass unread.
+	 * would count a part as a packet.  nf_defrag reassembled the others
+	 * (les_pep_key_add()); one it let through passes unread.
 	 */
 	if (fragment) {
 		les_stat_inc(pn->net, LES_STAT_PEP_OUTER_FRAGMENT);
