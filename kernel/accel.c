@@ -200,6 +200,7 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 	d->late = rcv->ack != pkt->tcp.seq;
 	d->start = pkt->tcp.seq;
 	d->ts = pkt->tcp.has_ts;
+	d->ts_passed_valid = false;
 	d->ack_point = pkt->tcp.seq;
 	d->adv_edge = pkt->tcp.seq;
 	d->rcv_ack = rcv->ack;

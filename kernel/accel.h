@@ -179,6 +179,10 @@ struct les_accel_dir {
 	u32 tsecr;		/* the sender's TSval of the newest in-order data */
 	bool ts_sent_valid;
 	u32 ts_sent;		/* the TSval of our newest ACK to the sender */
+	/* The newest TSval of data sent on toward the receiver, and when. */
+	bool ts_passed_valid;
+	u32 ts_passed;
+	unsigned long ts_passed_at;
 	struct list_head held;	/* by sequence number */
 	u32 held_bytes;
 	bool unheld;		/* data up to @unheld_end went on unheld */

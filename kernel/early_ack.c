@@ -163,8 +163,19 @@ static void les_early_unheld(struct les_accel_dir *d, u32 end)
  * copy (les_early_ack_on()) until the receiver SACKs or ACKs it: until
  * then the sender keeps that data, and its own resends, newer, deliver it.
  * Copies the sender has from us as ACKed cannot be taken back: those of a
- * late start, none of it announced yet, can (docs/accel.md 8).
+ * late start, none of it announced yet, can (docs/accel.md 8).  A copy
+ * that comes after the resend (the sender's packets may overtake each
+ * other) is marked as it is held (les_early_ts_held()).
  */
+static void les_early_behind(struct les_pep_net *pn, struct les_held *h)
+{
+	h->behind = true;
+	les_stat_inc(pn->net, LES_STAT_ACCEL_TS_BEHIND);
+	/* Its sender keeps it: the SA need not wait for it (pace.c). */
+	if (h->lane)
+		les_hop_guard_del(&pn->accel, h);
+}
+
 static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 			      const struct les_tcp_seg *t, u32 end)
 {
@@ -173,6 +184,12 @@ static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 
 	if (!d->ts || !t->has_ts)
 		return;
+	if (!d->ts_passed_valid || !before(tsval, d->ts_passed) ||
+	    time_after_eq(jiffies, d->ts_passed_at + msecs_to_jiffies(LES_ACCEL_RTO_MAX_MS))) {
+		d->ts_passed = tsval;
+		d->ts_passed_at = jiffies;
+		d->ts_passed_valid = true;
+	}
 	list_for_each_entry_reverse(h, &d->held, node) {
 		if (!after(h->end, end))
 			break;
@@ -183,12 +200,23 @@ static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 				continue;
 			d->ack_point = h->seq;
 		}
-		h->behind = true;
-		les_stat_inc(pn->net, LES_STAT_ACCEL_TS_BEHIND);
-		/* Its sender keeps it: the SA need not wait for it (pace.c). */
-		if (h->lane)
-			les_hop_guard_del(&pn->accel, h);
+		les_early_behind(pn, h);
 	}
+}
+
+/*
+ * Copy @h, just held, is older by more than a tick than data sent on
+ * before it, a resend perhaps: marked as les_early_ts_mark() would have.
+ * An old record is no evidence (a sender's packets overtake each other
+ * within a round trip, and TSvals wrap).
+ */
+static void les_early_ts_held(struct les_pep_net *pn, struct les_accel_dir *d,
+			      struct les_held *h, const struct les_tcp_seg *t)
+{
+	if (d->ts && t->has_ts && d->ts_passed_valid &&
+	    time_before(jiffies, d->ts_passed_at + msecs_to_jiffies(LES_ACCEL_RTO_MAX_MS)) &&
+	    (s32)(d->ts_passed - t->tsval) > 1)
+		les_early_behind(pn, h);
 }
 
 /*
@@ -296,6 +324,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	d->held_bytes += len;
 	an->held_bytes += len;
 	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
+	les_early_ts_held(pn, d, h, t);
 	les_early_ts_mark(pn, d, t, end);
 	/*
 	 * In order, the ACK point moves past it and past what came early
