@@ -1717,8 +1717,8 @@ def fragmenting_hop(T, prof, sums):
     """The hop's MTU below the ESP packets' size and their DF bit clear (the
     endpoints' SAs with nopmtudisc): the hub's copies cross the hop in
     fragments.  The remote PEP's namespace reassembles them before its hook
-    (pep.c), so it reads every packet, and holds what is past the client's
-    window; forwarding fragments them again for the client."""
+    (pep.c), so it reads every packet (and could hold what is past the
+    client's window); forwarding fragments them again for the client."""
     tb.Mode("les-pep", prof, pmtud=False)
     frag = ("IpFragCreates", "IpReasmOKs")
     before = {n: (stats(n), nstat(n, *frag)) for n in PEPS}
