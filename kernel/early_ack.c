@@ -176,6 +176,16 @@ static void les_early_behind(struct les_pep_net *pn, struct les_held *h)
 		les_hop_guard_del(&pn->accel, h);
 }
 
+/*
+ * The newest TSval sent on, if recent: an old one is no evidence (a
+ * sender's packets overtake each other within a round trip; TSvals wrap).
+ */
+static bool les_early_ts_recent(const struct les_accel_dir *d)
+{
+	return d->ts_passed_valid &&
+	       time_before(jiffies, d->ts_passed_at + msecs_to_jiffies(LES_ACCEL_RTO_MAX_MS));
+}
+
 static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 			      const struct les_tcp_seg *t, u32 end)
 {
@@ -184,8 +194,7 @@ static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 
 	if (!d->ts || !t->has_ts)
 		return;
-	if (!d->ts_passed_valid || !before(tsval, d->ts_passed) ||
-	    time_after_eq(jiffies, d->ts_passed_at + msecs_to_jiffies(LES_ACCEL_RTO_MAX_MS))) {
+	if (!les_early_ts_recent(d) || !before(tsval, d->ts_passed)) {
 		d->ts_passed = tsval;
 		d->ts_passed_at = jiffies;
 		d->ts_passed_valid = true;
@@ -207,14 +216,11 @@ static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 /*
  * Copy @h, just held, is older by more than a tick than data sent on
  * before it, a resend perhaps: marked as les_early_ts_mark() would have.
- * An old record is no evidence (a sender's packets overtake each other
- * within a round trip, and TSvals wrap).
  */
 static void les_early_ts_held(struct les_pep_net *pn, struct les_accel_dir *d,
 			      struct les_held *h, const struct les_tcp_seg *t)
 {
-	if (d->ts && t->has_ts && d->ts_passed_valid &&
-	    time_before(jiffies, d->ts_passed_at + msecs_to_jiffies(LES_ACCEL_RTO_MAX_MS)) &&
+	if (d->ts && t->has_ts && les_early_ts_recent(d) &&
 	    (s32)(d->ts_passed - t->tsval) > 1)
 		les_early_behind(pn, h);
 }
