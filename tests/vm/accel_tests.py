@@ -79,6 +79,13 @@ def delta(before, after):
     return {k: v - before.get(k, 0) for k, v in after.items() if v != before.get(k, 0)}
 
 
+def nstat(n, *names):
+    """The kernel SNMP counters @names of namespace @n."""
+    out = tb.sh("nstat -az " + " ".join(names), n).stdout
+    return {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines()
+            if ln.split() and ln.split()[0] in names}
+
+
 def held(n):
     show = tb.sh(f"{tb.LESCTL} pep show", n).stdout.split()
     return int(show[show.index("held") + 1])
@@ -379,11 +386,7 @@ PEP_FAILS = ("LesPepAuthFailed", "LesPepMalformed", "LesPepReplay", "LesPepNoKey
 
 def endpoint_tcp_errors():
     keys = ("TcpExtPAWSEstab", "TcpExtTCPChallengeACK")
-    res = {}
-    for n in ("client", "server"):
-        out = tb.sh("nstat -az " + " ".join(keys), n).stdout.split()
-        res.update({f"{n} {k}": int(out[out.index(k) + 1]) for k in keys})
-    return res
+    return {f"{n} {k}": v for n in ("client", "server") for k, v in nstat(n, *keys).items()}
 
 
 def mutants_on_hop(T, prof, sums, seed=None):
@@ -1707,12 +1710,6 @@ def transport(T, prof, sums):
          {"fetch": res, "transport states at the hub": modes, "peps": d})
 
 
-def nstat(n, *names):
-    out = tb.sh("nstat -az " + " ".join(names), n).stdout
-    return {ln.split()[0]: int(ln.split()[1]) for ln in out.splitlines()
-            if ln.split() and ln.split()[0] in names}
-
-
 def fragmenting_hop(T, prof, sums):
     """The hop's MTU below the ESP packets' size and their DF bit clear (the
     endpoints' SAs with nopmtudisc): the hub's copies cross the hop in
@@ -1768,8 +1765,7 @@ def ipv6(T, prof, sums):
 
 
 def client_opens():
-    out = tb.sh("nstat -az TcpActiveOpens", "client").stdout.split()
-    return {"TcpActiveOpens": int(out[out.index("TcpActiveOpens") + 1])}
+    return nstat("client", "TcpActiveOpens")
 
 
 def many_flows(T, prof, sums, n=50):
