@@ -141,6 +141,7 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 {
 	unsigned int max = les_flow_max(t);
 	struct les_flow *f;
+	int err;
 
 	if (!max)
 		return NULL;
@@ -157,11 +158,16 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	f->key = *key;
 	f->created = now;
 	f->state = LES_FLOW_ESTABLISHED;
-	/* Fails when a resize it needs cannot get memory, or at max_size. */
-	if (rhashtable_insert_fast(&t->ht, &f->node, les_flow_params)) {
+	/*
+	 * Fails when a resize it needs cannot get memory, or at max_size or
+	 * while a bucket is too long to grow (-E2BIG, -EBUSY): a full table.
+	 */
+	err = rhashtable_insert_fast(&t->ht, &f->node, les_flow_params);
+	if (err) {
 		kmem_cache_free(les_flow_cache, f);
-		les_stat_inc(t->net, LES_STAT_PEP_ERRORS);
-		t->no_memory = true;
+		les_stat_inc(t->net, err == -ENOMEM ? LES_STAT_PEP_ERRORS :
+						      LES_STAT_PEP_TABLE_FULL);
+		t->no_memory = err == -ENOMEM;
 		return NULL;
 	}
 	list_add_tail(&f->lru, &t->lru);
@@ -172,11 +178,58 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	return f;
 }
 
+/*
+ * The window scales in force, from the SYNs seen (RFC 7323 2.2): both
+ * windows are scaled or neither.  A SYN-ACK carries the option only if
+ * the SYN did, so its sender's shift holds as soon as it is seen; a
+ * SYN's, once an answer with the option is seen too (a SYN sent again
+ * after an answer without it does not turn it back on).  Until then a
+ * window is taken unscaled: an underestimate, which holds data rather
+ * than forward it past the receiver's window (receiver.c).
+ */
+static void les_flow_wscale(struct les_flow *f, unsigned int from, bool syn_ack)
+{
+	struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
+
+	if (syn_ack) {
+		s->scaled = s->wscale != LES_WSCALE_NONE;
+		o->scaled = s->scaled && o->have_isn && o->wscale != LES_WSCALE_NONE;
+	} else {
+		s->scaled = o->scaled && s->wscale != LES_WSCALE_NONE;
+	}
+}
+
+/*
+ * A segment that carries an ACK older than the newest seen overtook it
+ * on its way here: its window and SACK blocks are older too, and the
+ * sender's TCP would not take them (tcp_may_update_window()).
+ */
+static void les_flow_ack(struct les_flow_side *s, const struct les_tcp_seg *seg,
+			 bool had_ack)
+{
+	u32 edge;
+
+	if (had_ack && before(seg->ack, s->ack))
+		return;
+	s->win = seg->win;
+	s->ack = seg->ack;
+	s->sack_n = seg->sack_n;
+	memcpy(s->sack, seg->sack, sizeof(s->sack));
+	/* A SYN's window is never scaled (RFC 7323 2.2): no edge from it. */
+	if (seg->flags & LES_TCP_SYN)
+		return;
+	edge = seg->ack + ((u32)seg->win << les_side_wshift(s));
+	if (!s->have_edge || after(edge, s->edge))
+		s->edge = edge;
+	s->have_edge = true;
+}
+
 static void les_flow_update(struct les_flow *f, unsigned int from,
 			    const struct les_pep_pkt *pkt)
 {
 	struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
 	const struct les_tcp_seg *seg = &pkt->tcp;
+	bool had_ack = s->flags_seen & LES_TCP_ACK;
 	u8 flags = seg->flags;
 	u32 end;
 
@@ -185,10 +238,19 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 
 	s->spi = pkt->spi;
 	s->packets++;
+	/*
+	 * A SYN on a connection its sender has sent on since: its receiver
+	 * answers with an ACK and goes on (RFC 5961 4.2), and so does the
+	 * flow here.
+	 */
+	if ((flags & LES_TCP_SYN) && s->have_next &&
+	    f->state != LES_FLOW_SYN_SENT && f->state != LES_FLOW_SYN_RECV)
+		return;
 	s->bytes += pkt->payload;
 	s->flags_seen |= flags;
 	s->seq = seg->seq;
-	s->win = seg->win;
+	if (!(flags & LES_TCP_ACK))
+		s->win = seg->win;
 	if (seg->has_ts && (!s->have_ts || after(seg->tsval, s->tsval))) {
 		s->tsval = seg->tsval;
 		s->have_ts = true;
@@ -200,17 +262,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		s->have_next = false;
 		s->mss = seg->mss;
 		s->wscale = seg->wscale;
-		/*
-		 * Both windows are scaled, or neither (RFC 7323 2.2): an
-		 * answer without the option turns the SYN's off, and a SYN
-		 * sent again after the answer does not turn it back on.
-		 */
-		if (o->have_isn &&
-		    (f->state == LES_FLOW_SYN_SENT || f->state == LES_FLOW_SYN_RECV) &&
-		    (s->wscale == LES_WSCALE_NONE || o->wscale == LES_WSCALE_NONE)) {
-			s->wscale = LES_WSCALE_NONE;
-			o->wscale = LES_WSCALE_NONE;
-		}
+		les_flow_wscale(f, from, flags & LES_TCP_ACK);
 		if (!(flags & LES_TCP_ACK)) {
 			f->handshake = true;
 			f->initiator = from;
@@ -235,17 +287,8 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 			o->probing = false;
 	}
 
-	if ((flags & (LES_TCP_ACK | LES_TCP_SYN)) == LES_TCP_ACK) {
-		u32 edge = seg->ack + ((u32)seg->win << les_side_wshift(s));
-
-		if (!s->have_edge || after(edge, s->edge))
-			s->edge = edge;
-		s->have_edge = true;
-	}
 	if (flags & LES_TCP_ACK) {
-		s->ack = seg->ack;
-		s->sack_n = seg->sack_n;
-		memcpy(s->sack, seg->sack, sizeof(s->sack));
+		les_flow_ack(s, seg, had_ack);
 		if (s->probing && !before(seg->ack, s->probe_end)) {
 			les_rtt_sample(&s->rtt, ktime_us_delta(pkt->seen, s->probe_sent));
 			s->probing = false;

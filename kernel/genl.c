@@ -418,8 +418,7 @@ static int les_genl_put_side(struct sk_buff *skb, const struct les_flow *f,
 	      nla_put_u32(skb, LES_SIDE_A_NEXT, s->next) ||
 	      nla_put_u16(skb, LES_SIDE_A_WIN, s->win))) ||
 	    ((s->flags_seen & LES_TCP_ACK) && nla_put_u32(skb, LES_SIDE_A_ACK, s->ack)) ||
-	    (s->wscale != LES_WSCALE_NONE && s->have_isn &&
-	     nla_put_u8(skb, LES_SIDE_A_WSCALE, s->wscale)) ||
+	    (s->scaled && nla_put_u8(skb, LES_SIDE_A_WSCALE, s->wscale)) ||
 	    (s->mss && nla_put_u16(skb, LES_SIDE_A_MSS, s->mss)) ||
 	    nla_put_u8(skb, LES_SIDE_A_FLAGS, s->flags_seen) ||
 	    nla_put_u64_64bit(skb, LES_SIDE_A_PACKETS, s->packets, LES_SIDE_A_PAD) ||

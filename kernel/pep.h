@@ -46,7 +46,8 @@ struct les_flow_side {
 	u32 spi;			/* SA of its last packet */
 	u32 isn, seq, next, ack;
 	u16 win, mss;
-	u8 wscale;
+	u8 wscale;			/* its SYN's option */
+	bool scaled;			/* its window is scaled (flow.c) */
 	u8 flags_seen;
 	bool have_isn, have_next, fin;
 	u8 sack_n;
@@ -77,7 +78,7 @@ struct les_flow_side {
 /* The shift of a side's window field (RFC 7323 2.3: at most 14). */
 static inline u8 les_side_wshift(const struct les_flow_side *side)
 {
-	return side->wscale == LES_WSCALE_NONE ? 0 : min_t(u8, side->wscale, 14);
+	return side->scaled ? min_t(u8, side->wscale, 14) : 0;
 }
 
 /* The right edge of a side's window: the furthest it offered (flow.c). */

@@ -392,6 +392,72 @@ def flow_limits(T, t):
     xfrm_flush()
 
 
+def tcp_state(T, t):
+    """What a flow takes from a segment is what the TCP it goes to would
+    take: a window scale once both SYNs said so (RFC 7323 2.2), not a
+    window or ACK older than one it had (a segment that overtook another),
+    not a SYN on a connection under way (RFC 5961 4.2)."""
+    cfg = Config("tunnel", 4, 4)
+    ab, ba = tunnel_up(cfg, 0x6180)
+    pep_keys_flush()
+    pep_keys_up(ab, ba)
+    seqs = {ab.spi: iter(range(1, 100000)), ba.spi: iter(range(1, 100000))}
+    lesctl("flows flush")
+    a, b = OUTER["a"][4], OUTER["b"][4]
+    a_in, b_in = "10.10.1.77", "10.10.2.77"
+    ws = lambda n: bytes((3, 3, n))                          # noqa: E731
+
+    def seal(sa, src, dst, sp, dp, **kw):
+        esp = Z.seal(sa.spi, sa.seq64(next(seqs[sa.spi])), cfg.esn, sa.k2, sa.k1,
+                     cfg.inner_nexthdr(6), P.tcp_packet(src, dst, sp, dp, **kw))
+        return P.wrap_esp(cfg.outer(sa.src), cfg.outer(sa.dst), esp)
+
+    def from_a(port, **kw):
+        send_from("a", b, [seal(ab, a_in, b_in, port, 7400, **kw)])
+
+    def from_b(port, **kw):
+        send_from("b", a, [seal(ba, b_in, a_in, 7400, port, **kw)])
+
+    def flow(port):
+        return next((f for f in lesctl_j("flows") if f["initiator"]["port"] == port), {})
+
+    def sides(port):
+        f = flow(port)
+        return f.get("initiator", {}), f.get("responder", {})
+
+    from_a(34000, seq=1000, flags=0x02, options=ws(7))
+    i, r = sides(34000)
+    T.ok(i.get("isn") == 1000 and "wscale" not in i,
+         "a SYN's window scale is not taken before its answer says so too", i)
+    from_b(34000, seq=5000, ack=1001, flags=0x12, options=ws(9))
+    i, r = sides(34000)
+    T.ok(i.get("wscale") == 7 and r.get("wscale") == 9,
+         "an answer with the option puts both scales in force", (i, r))
+
+    from_a(34001, seq=1000, flags=0x02, options=ws(7))
+    from_b(34001, seq=5000, ack=1001, flags=0x12)
+    from_a(34001, seq=1000, flags=0x02, options=ws(7))
+    i, r = sides(34001)
+    T.ok("wscale" not in i and "wscale" not in r,
+         "an answer without it turns both off, a SYN sent again does not turn them on",
+         (i, r))
+
+    # 34000 on: the receiver b ACKs a's data; an older ACK overtakes it.
+    from_a(34000, seq=1001, ack=5001, flags=0x18, payload=b"d" * 1000)
+    from_b(34000, seq=5001, ack=1001 + 1000, flags=0x10, window=300)
+    from_b(34000, seq=5001, ack=1001 + 500, flags=0x10, window=200)
+    i, r = sides(34000)
+    T.ok(r.get("ack") == 2001 and r.get("win") == 300,
+         "an ACK older than one seen moves neither the ACK nor the window back", r)
+    from_a(34000, seq=77777, flags=0x02, options=ws(2))
+    i, r = sides(34000)
+    T.ok(i.get("isn") == 1000 and i.get("next") == 2001 and i.get("wscale") == 7 and
+         flow(34000).get("state") == "established",
+         "a SYN on an established connection changes nothing of it", flow(34000))
+    pep_keys_flush()
+    xfrm_flush()
+
+
 def opens_async(t, cfg, ab, ba):
     """The opener with an AEAD that always completes later (les.ko loaded
     with an async zone_aead): the flow still matches the client's capture."""
@@ -652,5 +718,6 @@ def run(T, out, ko):
     pep_keys_flush()
     xfrm_flush()
     run_parts(T, "pep", (("keys", keys_lifecycle), ("flow table", flow_limits),
+                         ("tcp state", tcp_state),
                          ("backlog", backlog_bound), ("lesctl", lesctl_errors),
                          ("unload", lambda T, t: unload_under_traffic(T, t, ko))), t)
