@@ -275,10 +275,9 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		 * No memory to hold data past its receiver's window: dropped,
 		 * as les_rcv_data() drops it with no room (receiver.c).
 		 */
-		if (!af && f->handshake &&
-		    (f->side[!from].flags_seen & LES_TCP_ACK) &&
-		    after(pkt->tcp.seq + pkt->payload,
-			  les_side_edge(&f->side[!from]))) {
+		if (!af && les_rcv_past_window(f, from, pkt->tcp.seq,
+					       pkt->tcp.seq + pkt->payload)) {
+			les_stat_inc(pn->net, LES_STAT_ACCEL_ERRORS);
 			kfree_skb(skb);
 			return;
 		}

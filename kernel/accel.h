@@ -436,6 +436,8 @@ static inline void les_held_timeout(struct les_held *h)
 bool les_rcv_relied_on(const struct les_accel_net *an,
 		       const struct les_accel_flow *af, unsigned int s);
 bool les_rcv_recent(const struct les_accel_dir *d);
+bool les_rcv_past_window(const struct les_flow *f, unsigned int s, u32 seq,
+			 u32 end);
 bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		  unsigned int s, const struct les_pep_pkt *pkt,
 		  struct sk_buff *skb, struct xfrm_state *view);

@@ -669,7 +669,12 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 	else if (d->dupacks >= 3)
 		les_early_recover(pn, af, s, 0, todo);
 
-	return d->early && !d->late && !pkt->payload && !beyond &&
+	/*
+	 * One that passed our ACK point is news for the sender, unless held
+	 * copies took the point past it too: ours, due, says more.
+	 */
+	return d->early && !d->late && !pkt->payload &&
+	       (!beyond || after(d->ack_point, ack)) &&
 	       !(t->flags & ~(LES_TCP_ACK | LES_TCP_PSH | LES_TCP_ECE | LES_TCP_CWR));
 }
 

@@ -224,12 +224,14 @@ static void les_pep_accel(struct les_flow *f, unsigned int from, void *arg)
 		 * window scale would be unknown here (receiver.c).
 		 */
 		if ((a->pkt->tcp.flags & LES_TCP_SYN) &&
-		    op->pn->flows.no_memory && READ_ONCE(op->pn->accel.cfg.on))
+		    op->pn->flows.no_memory && READ_ONCE(op->pn->accel.cfg.on)) {
+			les_stat_inc(op->pn->net, LES_STAT_ACCEL_ERRORS);
 			kfree_skb(op->skb);
-		else if (op->to_hop)
+		} else if (op->to_hop) {
 			les_hop_queue_skb(op->pn, op->skb, a->todo, false);
-		else
+		} else {
 			__skb_queue_tail(&a->todo->release, op->skb);
+		}
 	} else {
 		les_accel_packet(op->pn, f, from, a->pkt, op->skb, op->x,
 				 op->to_hop, a->todo);

@@ -114,6 +114,20 @@ static bool les_rcv_fills(const struct les_flow_side *snd,
 }
 
 /*
+ * Would the receiver !@s drop the data of @s from @seq to @end as past its
+ * window?  Forwarded, it would be lost then (les_rcv_data()).
+ */
+bool les_rcv_past_window(const struct les_flow *f, unsigned int s, u32 seq,
+			 u32 end)
+{
+	const struct les_flow_side *rcv = &f->side[!s];
+
+	return (rcv->flags_seen & LES_TCP_ACK) &&
+	       after(end, les_side_edge(rcv)) &&
+	       !les_rcv_fills(&f->side[s], rcv, seq);
+}
+
+/*
  * Data of @s, off the hop, for the receiver !@s.  Returns true if the
  * packet is held here, or dropped; false if it goes on now.
  */
@@ -123,7 +137,6 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 {
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_dir *d = &af->dir[s];
-	const struct les_flow_side *rcv = &af->flow->side[!s];
 	u32 end = pkt->tcp.seq + pkt->payload;
 	struct les_held *h, *pos;
 	bool full = true;
@@ -133,9 +146,8 @@ bool les_rcv_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * hole (the receiver's window moves only once the hole is filled), or
 	 * data the window reached meanwhile.
 	 */
-	if (!pkt->payload || !(rcv->flags_seen & LES_TCP_ACK) ||
-	    !after(end, les_side_edge(rcv)) ||
-	    les_rcv_fills(&af->flow->side[s], rcv, pkt->tcp.seq))
+	if (!pkt->payload ||
+	    !les_rcv_past_window(af->flow, s, pkt->tcp.seq, end))
 		return false;
 	/*
 	 * No room: dropped here, where it was never seen.  Forwarded, the
@@ -202,14 +214,11 @@ void les_rcv_window(struct les_pep_net *pn, struct les_accel_flow *af,
 		    unsigned int s, struct les_accel_todo *todo)
 {
 	struct les_accel_net *an = &pn->accel;
-	const struct les_flow_side *rcv = &af->flow->side[!s];
 	struct les_accel_dir *d = &af->dir[s];
-	u32 edge = les_side_edge(rcv);
 	struct les_held *h, *tmp;
 
 	list_for_each_entry_safe(h, tmp, &d->over, node) {
-		if (after(h->end, edge) &&
-		    !les_rcv_fills(&af->flow->side[s], rcv, h->seq))
+		if (les_rcv_past_window(af->flow, s, h->seq, h->end))
 			break;
 		list_del(&h->node);
 		d->over_bytes -= h->end - h->seq;
