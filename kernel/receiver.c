@@ -98,9 +98,9 @@ bool les_rcv_recent(const struct les_accel_dir *d)
 }
 
 /*
- * Of a flow whose SYN or SYN-ACK went by unseen (picked up mid-stream),
- * the receiver's window scale is unknown and its window taken unscaled:
- * does a segment from @seq fill the hole that window waits at?  Its TCP
+ * Of a flow whose SYN-ACK went by unseen (picked up mid-stream), the
+ * receiver's window scale may be unknown and its window taken unscaled
+ * (flow.c): does a segment from @seq fill the hole that window waits at?  Its TCP
  * queues a segment from its next sequence number on whole while its
  * window is open (tcp_data_queue()), however far the segment reaches:
  * held here, it would be what the underestimated window waits for, for
@@ -109,8 +109,8 @@ bool les_rcv_recent(const struct les_accel_dir *d)
 static bool les_rcv_fills(const struct les_flow_side *snd,
 			  const struct les_flow_side *rcv, u32 seq)
 {
-	return !(snd->have_isn && rcv->have_isn) && !after(seq, rcv->ack) &&
-	       rcv->win;
+	return !rcv->scaled && !(snd->have_isn && rcv->have_isn) &&
+	       !after(seq, rcv->ack) && rcv->win;
 }
 
 /*
