@@ -159,15 +159,15 @@ static struct les_flow *les_flow_create(struct les_flow_table *t,
 	f->created = now;
 	f->state = LES_FLOW_ESTABLISHED;
 	/*
-	 * Fails when a resize it needs cannot get memory, or at max_size or
-	 * while a bucket is too long to grow (-E2BIG, -EBUSY): a full table.
+	 * Fails when a resize it needs cannot get memory or is still to run
+	 * (-ENOMEM, -EBUSY: the packet may come again), or at max_size.
 	 */
 	err = rhashtable_insert_fast(&t->ht, &f->node, les_flow_params);
 	if (err) {
 		kmem_cache_free(les_flow_cache, f);
-		les_stat_inc(t->net, err == -ENOMEM ? LES_STAT_PEP_ERRORS :
-						      LES_STAT_PEP_TABLE_FULL);
-		t->no_memory = err == -ENOMEM;
+		t->no_memory = err != -E2BIG;
+		les_stat_inc(t->net, t->no_memory ? LES_STAT_PEP_ERRORS :
+						    LES_STAT_PEP_TABLE_FULL);
 		return NULL;
 	}
 	list_add_tail(&f->lru, &t->lru);
@@ -192,8 +192,9 @@ static void les_flow_wscale(struct les_flow *f, unsigned int from, bool syn_ack)
 	struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
 
 	if (syn_ack) {
-		s->scaled = s->wscale != LES_WSCALE_NONE;
-		o->scaled = s->scaled && o->have_isn && o->wscale != LES_WSCALE_NONE;
+		s->scaled = s->wscale != LES_WSCALE_NONE &&
+			    !(o->have_isn && o->wscale == LES_WSCALE_NONE);
+		o->scaled = s->scaled && o->have_isn;
 	} else {
 		s->scaled = o->scaled && s->wscale != LES_WSCALE_NONE;
 	}
@@ -215,10 +216,9 @@ static void les_flow_ack(struct les_flow_side *s, const struct les_tcp_seg *seg,
 	s->ack = seg->ack;
 	s->sack_n = seg->sack_n;
 	memcpy(s->sack, seg->sack, sizeof(s->sack));
-	/* A SYN's window is never scaled (RFC 7323 2.2): no edge from it. */
-	if (seg->flags & LES_TCP_SYN)
-		return;
-	edge = seg->ack + ((u32)seg->win << les_side_wshift(s));
+	/* A SYN-ACK's window is never scaled (RFC 7323 2.2). */
+	edge = seg->ack + ((u32)seg->win <<
+			   (seg->flags & LES_TCP_SYN ? 0 : les_side_wshift(s)));
 	if (!s->have_edge || after(edge, s->edge))
 		s->edge = edge;
 	s->have_edge = true;
@@ -241,15 +241,26 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 	/*
 	 * A SYN on a connection its sender has sent on since: its receiver
 	 * answers with an ACK and goes on (RFC 5961 4.2), and so does the
-	 * flow here.
+	 * flow here; with a SYN-ACK only if it had let the connection go
+	 * unseen here (les_flow_reopen()).
 	 */
 	if ((flags & LES_TCP_SYN) && s->have_next &&
-	    f->state != LES_FLOW_SYN_SENT && f->state != LES_FLOW_SYN_RECV)
+	    f->state != LES_FLOW_SYN_SENT && f->state != LES_FLOW_SYN_RECV) {
+		if (!(flags & LES_TCP_ACK)) {
+			s->syn_waits = true;
+			s->syn_seq = seg->seq;
+			s->syn_win = seg->win;
+			s->syn_mss = seg->mss;
+			s->syn_wscale = seg->wscale;
+		}
 		return;
+	}
+	if (!(flags & LES_TCP_SYN))
+		o->syn_waits = false;
 	s->bytes += pkt->payload;
 	s->flags_seen |= flags;
 	s->seq = seg->seq;
-	if (!(flags & LES_TCP_ACK))
+	if ((flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN)
 		s->win = seg->win;
 	if (seg->has_ts && (!s->have_ts || after(seg->tsval, s->tsval))) {
 		s->tsval = seg->tsval;
@@ -333,6 +344,44 @@ static bool les_flow_rst_in_window(const struct les_flow *f, unsigned int from,
 	return !before(seg->seq, o->ack - 1) && !after(seg->seq, s->next);
 }
 
+/* A new connection on the tuple of @f: it starts again. */
+static void les_flow_restart(struct les_flow_table *t, struct les_flow *f,
+			     unsigned long now)
+{
+	les_accel_flow_free(container_of(t, struct les_pep_net, flows), f);
+	memset(f->side, 0, sizeof(f->side));
+	f->created = now;
+	f->handshake = false;
+}
+
+/*
+ * @from answered with a SYN-ACK the SYN the other side sent outside the
+ * handshake: it had let the connection go (its close went by unread
+ * here, or it crashed), and that SYN began a new one.  The flow starts
+ * again from that SYN.
+ */
+static void les_flow_reopen(struct les_flow_table *t, struct les_flow *f,
+			    unsigned int from, const struct les_pep_pkt *pkt,
+			    unsigned long now)
+{
+	const struct les_flow_side *o = &f->side[!from];
+	struct les_pep_pkt syn = {
+		.family = pkt->family,
+		.spi = o->spi,
+		.seen = pkt->seen,
+		.tcp = {
+			.seq = o->syn_seq,
+			.win = o->syn_win,
+			.mss = o->syn_mss,
+			.wscale = o->syn_wscale,
+			.flags = LES_TCP_SYN,
+		},
+	};
+
+	les_flow_restart(t, f, now);
+	les_flow_update(f, !from, &syn);
+}
+
 void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 		   bool (*only)(struct les_flow *f, unsigned int from,
 				const struct les_pep_pkt *pkt),
@@ -361,13 +410,11 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 		goto out;
 	}
 	if (f && f->state == LES_FLOW_CLOSED &&
-	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN) {
-		/* A new connection on the tuple of a closed one. */
-		les_accel_flow_free(container_of(t, struct les_pep_net, flows), f);
-		memset(f->side, 0, sizeof(f->side));
-		f->created = now;
-		f->handshake = false;
-	}
+	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN)
+		les_flow_restart(t, f, now);
+	if (f && (flags & (LES_TCP_SYN | LES_TCP_ACK)) == (LES_TCP_SYN | LES_TCP_ACK) &&
+	    f->side[!from].syn_waits && pkt->tcp.ack == f->side[!from].syn_seq + 1)
+		les_flow_reopen(t, f, from, pkt, now);
 	if (!f) {
 		/* A RST opens nothing: it would only take a table slot. */
 		if (flags & LES_TCP_RST)

@@ -48,6 +48,11 @@ struct les_flow_side {
 	u16 win, mss;
 	u8 wscale;			/* its SYN's option */
 	bool scaled;			/* its window is scaled (flow.c) */
+	/* A SYN it sent outside the handshake, until answered (flow.c). */
+	bool syn_waits;
+	u8 syn_wscale;
+	u16 syn_win, syn_mss;
+	u32 syn_seq;
 	u8 flags_seen;
 	bool have_isn, have_next, fin;
 	u8 sack_n;

@@ -396,7 +396,8 @@ def tcp_state(T, t):
     """What a flow takes from a segment is what the TCP it goes to would
     take: a window scale once both SYNs said so (RFC 7323 2.2), not a
     window or ACK older than one it had (a segment that overtook another),
-    not a SYN on a connection under way (RFC 5961 4.2)."""
+    not a SYN on a connection under way (RFC 5961 4.2) unless a SYN-ACK
+    answers it."""
     cfg = Config("tunnel", 4, 4)
     ab, ba = tunnel_up(cfg, 0x6180)
     pep_keys_flush()
@@ -438,7 +439,8 @@ def tcp_state(T, t):
     from_b(34001, seq=5000, ack=1001, flags=0x12)
     from_a(34001, seq=1000, flags=0x02, options=ws(7))
     i, r = sides(34001)
-    T.ok("wscale" not in i and "wscale" not in r,
+    T.ok(i.get("isn") == 1000 and r.get("isn") == 5000 and
+         "wscale" not in i and "wscale" not in r,
          "an answer without it turns both off, a SYN sent again does not turn them on",
          (i, r))
 
@@ -454,6 +456,12 @@ def tcp_state(T, t):
     T.ok(i.get("isn") == 1000 and i.get("next") == 2001 and i.get("wscale") == 7 and
          flow(34000).get("state") == "established",
          "a SYN on an established connection changes nothing of it", flow(34000))
+    from_b(34000, seq=7000, ack=77778, flags=0x12, options=ws(6))
+    i, r = sides(34000)
+    T.ok(i.get("isn") == 77777 and r.get("isn") == 7000 and i.get("wscale") == 2 and
+         r.get("wscale") == 6 and flow(34000).get("state") == "syn-recv",
+         "answered with a SYN-ACK, that SYN began a new connection: the flow starts again "
+         "from it (its receiver had let the old one go unseen)", flow(34000))
     pep_keys_flush()
     xfrm_flush()
 
