@@ -493,7 +493,8 @@ class Mode:
         les.ko's counters at the client and at both PEPs.  One script per
         namespace, its parts after "@@ NAME" lines."""
         nstat = ("nstat -az TcpExtPAWSEstab TcpExtTCPChallengeACK TcpExtTCPSpuriousRTOs "
-                 "TcpRetransSegs TcpExtTCPOFODrop TcpExtOfoPruned TcpExtTCPBacklogDrop")
+                 "TcpRetransSegs TcpExtTCPTimeouts TcpExtTCPLossProbes TcpExtTCPFastRetrans "
+                 "TcpExtTCPOFODrop TcpExtOfoPruned TcpExtTCPBacklogDrop")
         parts = {"client": [("nstat", nstat), ("xfrm_stat", "cat /proc/net/xfrm_stat"),
                             ("les", f"{LESCTL} stats")],
                  "server": [("nstat", nstat)],
