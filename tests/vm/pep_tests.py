@@ -330,14 +330,20 @@ def send_from(ns, dst, pkts, chunk=200):
         agent(ns, "raw-send", dst, ",".join(p.hex() for p in pkts[i:i + chunk]))
 
 
-def flow_limits(T, t):
+def crafted_tunnel(spi):
+    """A v4-in-v4 tunnel whose keys m holds, with no flow yet, and the ESP
+    sequence numbers of what a test seals on it."""
     cfg = Config("tunnel", 4, 4)
-    ab, ba = tunnel_up(cfg, 0x6100)
+    ab, ba = tunnel_up(cfg, spi)
     pep_keys_flush()
     pep_keys_up(ab, ba)
-    seqs = {ab.spi: iter(range(1, 100000)), ba.spi: iter(range(1, 100000))}
-    lesctl("pep set max-flows 20 idle-timeout 300")
     lesctl("flows flush")
+    return cfg, ab, ba, {ab.spi: iter(range(1, 100000)), ba.spi: iter(range(1, 100000))}
+
+
+def flow_limits(T, t):
+    cfg, ab, ba, seqs = crafted_tunnel(0x6100)
+    lesctl("pep set max-flows 20 idle-timeout 300")
     a, b = OUTER["a"][4], OUTER["b"][4]
 
     # One established connection, then a flood of 300 new ones.
@@ -398,12 +404,7 @@ def tcp_state(T, t):
     window or ACK older than one it had (a segment that overtook another),
     not a SYN on a connection under way (RFC 5961 4.2) unless a SYN-ACK
     answers it."""
-    cfg = Config("tunnel", 4, 4)
-    ab, ba = tunnel_up(cfg, 0x6180)
-    pep_keys_flush()
-    pep_keys_up(ab, ba)
-    seqs = {ab.spi: iter(range(1, 100000)), ba.spi: iter(range(1, 100000))}
-    lesctl("flows flush")
+    cfg, ab, ba, seqs = crafted_tunnel(0x6180)
     a, b = OUTER["a"][4], OUTER["b"][4]
     a_in, b_in = "10.10.1.77", "10.10.2.77"
     ws = lambda n: bytes((3, 3, n))                          # noqa: E731
