@@ -532,6 +532,11 @@ class Mode:
                 if len(f) == 2 and (f[0] in ("LesInPackets", "LesPepOpened") or
                                     f[0].startswith("LesAccel")):
                     res[f"{n}_{f[0]}"] = int(f[1])
+        # What netem dropped on the hop, each way: the profile's loss (and
+        # its queue's overflow).
+        for direction, (n, dev) in HOP.items():
+            qd = json.loads(sh(f"tc -s -j qdisc show dev {dev}", n).stdout or "[]")
+            res[f"hop_{direction}_drops"] = sum(q.get("drops", 0) for q in qd)
         # Packets a CPU's backlog had no room for (veth delivers through
         # it): lost on a LAN, before any xfrm saw them.
         with open("/proc/net/softnet_stat") as st:

@@ -44,7 +44,8 @@ def run(T, out, ko):
         c = r.get("counters", {})
         T.ok(r["status"] == "ok" and r["total"] >= r["bound"] and
              c.get("hpep_LesAccelEarlyAckedBytes", 0) >= r["bytes"] and
-             c.get("hpep_LesAccelHopRetrans", 0) + c.get("hpep_LesAccelHopTimeouts", 0) > 0,
+             (c.get("hpep_LesAccelHopRetrans", 0) + c.get("hpep_LesAccelHopTimeouts", 0) > 0 or
+              not c.get("hop_down_drops")),
              f"testbed: {r['profile']} {r['mode']} {r['workload']} arrives intact, every byte "
              "ACKed early by the hub, what the hop lost sent again from its copies", r)
         # The server's PAWS drops are reported, not yet asserted: a few
