@@ -100,11 +100,11 @@ bool les_rcv_recent(const struct les_accel_dir *d)
 /*
  * Of a flow whose SYN-ACK went by unseen (picked up mid-stream), the
  * receiver's window scale may be unknown and its window taken unscaled
- * (flow.c): does a segment from @seq fill the hole that window waits at?  Its TCP
- * queues a segment from its next sequence number on whole while its
- * window is open (tcp_data_queue()), however far the segment reaches:
- * held here, it would be what the underestimated window waits for, for
- * good.
+ * (flow.c): does a segment from @seq fill the hole that window waits
+ * at?  Its TCP queues a segment from its next sequence number on whole
+ * while its window is open (tcp_data_queue()), however far the segment
+ * reaches: held here, it would be what the underestimated window waits
+ * for, for good.
  */
 static bool les_rcv_fills(const struct les_flow_side *snd,
 			  const struct les_flow_side *rcv, u32 seq)

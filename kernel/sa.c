@@ -355,7 +355,6 @@ unlist:
 	/* A lookup may be walking past it: freed after a grace period. */
 	rhashtable_remove_fast(&les_sa_table, &sa->node, les_sa_params);
 	les_sa_free_keys(sa);
-	memzero_explicit(sa->kp, sizeof(sa->kp));
 	kfree_rcu(sa, rcu);
 	return err;
 
