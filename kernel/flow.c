@@ -236,17 +236,18 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 	end = seg->seq + pkt->payload + !!(flags & LES_TCP_SYN) +
 	      !!(flags & LES_TCP_FIN);
 
-	s->spi = pkt->spi;
 	s->packets++;
 	/*
 	 * A SYN on a connection its sender has sent on since: its receiver
 	 * answers with an ACK and goes on (RFC 5961 4.2), and so does the
 	 * flow here; with a SYN-ACK only if it had let the connection go
-	 * unseen here (les_flow_reopen()).
+	 * unseen here (les_flow_reopen()).  A late copy of the handshake's
+	 * own SYN, or one under another SA, begins nothing.
 	 */
 	if ((flags & LES_TCP_SYN) && s->have_next &&
 	    f->state != LES_FLOW_SYN_SENT && f->state != LES_FLOW_SYN_RECV) {
-		if (!(flags & LES_TCP_ACK)) {
+		if (!(flags & LES_TCP_ACK) && pkt->spi == s->spi &&
+		    !(s->have_isn && seg->seq == s->isn)) {
 			s->syn_waits = true;
 			s->syn_seq = seg->seq;
 			s->syn_win = seg->win;
@@ -255,6 +256,7 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		}
 		return;
 	}
+	s->spi = pkt->spi;
 	if (!(flags & LES_TCP_SYN))
 		o->syn_waits = false;
 	s->bytes += pkt->payload;
@@ -413,7 +415,8 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN)
 		les_flow_restart(t, f, now);
 	if (f && (flags & (LES_TCP_SYN | LES_TCP_ACK)) == (LES_TCP_SYN | LES_TCP_ACK) &&
-	    f->side[!from].syn_waits && pkt->tcp.ack == f->side[!from].syn_seq + 1)
+	    f->side[!from].syn_waits && pkt->tcp.ack == f->side[!from].syn_seq + 1 &&
+	    pkt->spi == f->side[from].spi && pkt->tcp.seq != f->side[from].isn)
 		les_flow_reopen(t, f, from, pkt, now);
 	if (!f) {
 		/* A RST opens nothing: it would only take a table slot. */

@@ -457,6 +457,17 @@ def tcp_state(T, t):
     T.ok(i.get("isn") == 1000 and i.get("next") == 2001 and i.get("wscale") == 7 and
          flow(34000).get("state") == "established",
          "a SYN on an established connection changes nothing of it", flow(34000))
+    # The handshake's own SYN and SYN-ACK again, late (34002): nothing new.
+    from_a(34002, seq=1000, flags=0x02, options=ws(7))
+    from_b(34002, seq=5000, ack=1001, flags=0x12, options=ws(9))
+    from_a(34002, seq=1001, ack=5001, flags=0x18, payload=b"d" * 1000)
+    from_a(34002, seq=1000, flags=0x02, options=ws(7))
+    from_b(34002, seq=5000, ack=1001, flags=0x12, options=ws(9))
+    i, r = sides(34002)
+    T.ok(i.get("isn") == 1000 and i.get("next") == 2001 and
+         flow(34002).get("state") == "established",
+         "the handshake's SYN and SYN-ACK sent again late change nothing of the flow",
+         flow(34002))
     from_b(34000, seq=7000, ack=77778, flags=0x12, options=ws(6))
     i, r = sides(34000)
     T.ok(i.get("isn") == 77777 and r.get("isn") == 7000 and i.get("wscale") == 2 and
