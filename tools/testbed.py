@@ -173,11 +173,13 @@ def workload_bytes(w):
 
 
 def bound(prof, w):
-    """The physical bound: handshake and request (2 RTT), a third for the
-    page's objects, which are asked for after the HTML arrives, plus the
-    bytes at the downlink's rate."""
+    """The physical bound: handshake and request, or an upload's handshake
+    and answer (2 RTT), a third for the page's objects, which are asked for
+    after the HTML arrives, plus the bytes at the rate of the link they
+    cross."""
     rtts = 3 if "objects" in w else 2
-    return rtts * prof["rtt_ms"] / 1000 + workload_bytes(w) * 8 / (prof["down_kbit"] * 1000)
+    rate = prof["up_kbit"] if w.get("upload") else prof["down_kbit"]
+    return rtts * prof["rtt_ms"] / 1000 + workload_bytes(w) * 8 / (rate * 1000)
 
 
 # ---- topology ------------------------------------------------------------------
@@ -489,7 +491,7 @@ class Mode:
                                "blob": blob.removeprefix("0x"), "role": role})
 
     def counters(self):
-        """What proves the mode carried a fetch: the client's inbound SA,
+        """What proves the mode carried a fetch: the endpoints' inbound SAs,
         les.ko's counters at the client and at both PEPs.  One script per
         namespace, its parts after "@@ NAME" lines."""
         nstat = ("nstat -az TcpExtPAWSEstab TcpExtTCPChallengeACK TcpExtTCPSpuriousRTOs "
@@ -499,8 +501,9 @@ class Mode:
                             ("les", f"{LESCTL} stats")],
                  "server": [("nstat", nstat)],
                  "rpep": [("les", f"{LESCTL} stats")], "hpep": [("les", f"{LESCTL} stats")]}
-        if "down" in self.sas:
-            parts["client"].append(("sa", f"ip -s xfrm state list spi {self.sas['down']:#x}"))
+        for n, direction in (("client", "down"), ("server", "up")):
+            if direction in self.sas:
+                parts[n].append(("sa", f"ip -s xfrm state list spi {self.sas[direction]:#x}"))
         if self.name == "pepsal":
             for n in ("rpep", "hpep"):
                 parts[n].append(("pepsal", "nft list chain ip pepsal pre"))
@@ -522,7 +525,8 @@ class Mode:
                     res["client_XfrmInStateSeqError"] = int(f[1])
             if "sa" in got:
                 m = re.search(r"lifetime current:\s+(\d+)\(bytes\)", got["sa"])
-                res["sa_bytes"] = int(m.group(1)) if m else 0
+                key = "sa_bytes" if n == "client" else "sa_up_bytes"
+                res[key] = int(m.group(1)) if m else 0
             if "pepsal" in got:
                 m = re.search(r"tproxy.*counter packets (\d+)|counter packets (\d+).*tproxy",
                               got["pepsal"])
@@ -543,9 +547,11 @@ class Mode:
             res["vm_backlog_drops"] = sum(int(ln.split()[1], 16) for ln in st)
         return res
 
-    def carried(self, before, after, nbytes):
-        """None if the fetch went the way the mode says, else why not."""
+    def carried(self, before, after, w):
+        """None if the fetch or upload @w went the way the mode says, else
+        why not."""
         d = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+        nbytes, sa = workload_bytes(w), "sa_up_bytes" if w.get("upload") else "sa_bytes"
         opened = d.get("rpep_LesPepOpened", 0), d.get("hpep_LesPepOpened", 0)
         les_in = d.get("client_LesInPackets", 0)
         if self.name == "clear":
@@ -553,8 +559,8 @@ class Mode:
         if self.name == "pepsal":
             taken = d.get("rpep_tproxied", 0), d.get("hpep_tproxied", 0)
             return None if min(taken) > 0 else f"PEPsal took {taken} packets (rpep, hpep)"
-        if d.get("sa_bytes", 0) < nbytes:
-            return f"the inbound SA carried {d.get('sa_bytes', 0)} bytes of {nbytes}"
+        if d.get(sa, 0) < nbytes:
+            return f"the receiver's inbound SA carried {d.get(sa, 0)} bytes of {nbytes}"
         if self.name == "esp":
             return None if les_in == 0 else f"esp, but les.ko opened {les_in} packets"
         if les_in == 0:
@@ -563,11 +569,13 @@ class Mode:
             return None if opened == (0, 0) else f"no PEP keys, but the PEPs opened {opened}"
         if min(opened) == 0:
             return f"the PEPs opened {opened} header zones"
-        early = d.get("hpep_LesAccelEarlyAcks", 0)
+        # The PEP before the hop from the sender ACKs its data.
+        pep = "rpep" if w.get("upload") else "hpep"
+        early = d.get(f"{pep}_LesAccelEarlyAcks", 0)
         if self.name in ("les-pep", "les-ike") and not early:
-            return "the hub PEP sent no early ACK"
+            return f"{pep} sent no early ACK"
         if self.name not in ("les-pep", "les-ike") and early:
-            return f"observing, but the hub PEP sent {early} early ACKs"
+            return f"observing, but {pep} sent {early} early ACKs"
         return None
 
 
@@ -780,11 +788,15 @@ def flush_sas():
 # ---- the server and the fetches ------------------------------------------------------
 
 def server_up(workloads):
-    """nginx in the server namespace, and the files it serves; returns
-    {url path: sha256}."""
+    """nginx in the server namespace, the files it serves and those the
+    client uploads (to www/up/, from send/); returns {url path: sha256}."""
     www = f"{WORK}/www"
-    os.makedirs(www, exist_ok=True)
+    for d in (www, f"{www}/up", f"{WORK}/send", f"{WORK}/body"):
+        os.makedirs(d, exist_ok=True)
     os.chmod(WORK, 0o755)
+    # nginx's workers, which write what is PUT, run as nobody.
+    for d in (f"{www}/up", f"{WORK}/body"):
+        os.chmod(d, 0o777)
     sums = {}
 
     def put(path, data):
@@ -793,7 +805,12 @@ def server_up(workloads):
         sums[path] = hashlib.sha256(data).hexdigest()
 
     for name, w in workloads.items():
-        if "bytes" in w:
+        if w.get("upload"):
+            data = os.urandom(w["bytes"])
+            with open(f"{WORK}/send/{name}.bin", "wb") as f:
+                f.write(data)
+            sums[f"up/{name}.bin"] = hashlib.sha256(data).hexdigest()
+        elif "bytes" in w:
             put(f"{name}.bin", os.urandom(w["bytes"]))
         else:
             objs = [f"{name}-{i}.bin" for i in range(w["objects"])]
@@ -815,7 +832,14 @@ http {{
     # than nginx's default 60 s between writes on a slow (debug) kernel.
     send_timeout 600s;
     types {{ text/html html; application/octet-stream bin; }}
-    server {{ listen 80; listen [::]:80; root {www}; }}
+    server {{
+        listen 80; listen [::]:80; root {www};
+        location /up/ {{
+            dav_methods PUT;
+            client_max_body_size 0;
+            client_body_temp_path {WORK}/body;
+        }}
+    }}
 }}
 """
     with open(f"{WORK}/nginx.conf", "w") as f:
@@ -865,9 +889,13 @@ class Curl:
                 break
             time.sleep(0.01)
 
-    def go(self, urls):
+    def go(self, urls, upload=None):
+        """Fetches @urls, or PUTs the file @upload to the one URL.  No
+        "Expect: 100-continue": curl would wait a round trip for it."""
         conf = "".join(f'url = "{u}"\noutput = "{self.out_dir}/{os.path.basename(u)}"\n'
                        for u in urls)
+        if upload:
+            conf += f'upload-file = "{upload}"\nheader = "Expect:"\n'
         try:
             self.p.stdin.write(conf.encode())
             self.p.stdin.close()
@@ -911,12 +939,12 @@ class Curl:
         self.p.wait()
 
 
-def curl(urls, out_dir, max_time, parallel=0, src=None):
-    """Fetches @urls with curl in the client namespace; returns (exit code,
-    [report dicts])."""
+def curl(urls, out_dir, max_time, parallel=0, src=None, upload=None):
+    """Fetches @urls (or PUTs @upload to the one) with curl in the client
+    namespace; returns (exit code, [report dicts])."""
     c = Curl(out_dir, max_time, parallel, src)
     try:
-        c.go(urls)
+        c.go(urls, upload)
         info, _ = c.done(len(urls), time.monotonic() + max_time + 60)
         return c.wait(), info
     finally:
@@ -924,14 +952,24 @@ def curl(urls, out_dir, max_time, parallel=0, src=None):
 
 
 def fetch(name, w, sums, max_time, src=None):
-    """One fetch on fresh connections (from the client's address @src, or its
-    first): {status, connect, first_byte, total}."""
+    """One fetch or upload on fresh connections (from the client's address
+    @src, or its first): {status, connect, first_byte, total}."""
     dl = f"{WORK}/dl"
     sh(f"rm -rf {dl} && mkdir -p {dl}")
     for n in ("client", "server"):
         sh("ip tcp_metrics flush all", n, check=False)
     base = f"http://{host(INNER['server'])}/"
-    if "bytes" in w:
+    saved = dl                  # where the files checked land
+    if w.get("upload"):
+        paths = [f"up/{name}.bin"]
+        saved = f"{WORK}/www"
+        if os.path.exists(f"{saved}/{paths[0]}"):
+            os.unlink(f"{saved}/{paths[0]}")
+        rc, info = curl([base + paths[0]], dl, max_time, src=src,
+                        upload=f"{WORK}/send/{name}.bin")
+        first = info[0] if info else {}
+        total = first.get("time_total")
+    elif "bytes" in w:
         paths = [f"{name}.bin"]
         rc, info = curl([base + paths[0]], dl, max_time, src=src)
         first = info[0] if info else {}
@@ -979,9 +1017,11 @@ def fetch(name, w, sums, max_time, src=None):
         res.update(status="timeout", total=max_time)
     elif rc != 0:
         res["status"] = f"curl exit {rc}"
+    elif w.get("upload") and first.get("http_code") not in ("201", "204"):
+        res["status"] = f"HTTP {first.get('http_code')}"
     else:
-        bad = [p for p in paths if not os.path.exists(f"{dl}/{p}")
-               or hashlib.sha256(open(f"{dl}/{p}", "rb").read()).hexdigest() != sums[p]]
+        bad = [p for p in paths if not os.path.exists(f"{saved}/{p}")
+               or hashlib.sha256(open(f"{saved}/{p}", "rb").read()).hexdigest() != sums[p]]
         res["status"] = f"hash mismatch: {bad[0]}" if bad else "ok"
     return res
 
@@ -1105,7 +1145,7 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results, budget=None):
                         before = mode.counters()
                         res = fetch(wname, w, sums, max_time)
                         after = mode.counters()
-                        why = mode.carried(before, after, workload_bytes(w))
+                        why = mode.carried(before, after, w)
                         res["counters"] = {k: after[k] - before.get(k, 0) for k in after}
                         if why and res["status"] == "ok":
                             res["status"] = f"not carried by {mname}: {why}"
