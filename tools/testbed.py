@@ -1028,6 +1028,15 @@ def fetch(name, w, sums, max_time, src=None):
 
 # ---- run --------------------------------------------------------------------------------
 
+def busy_cpu_s():
+    """CPU-seconds the VM's CPUs have spent busy (user, nice, system, irq,
+    softirq) since boot: every namespace's share, the endpoints' and the
+    PEPs' alike."""
+    with open("/proc/stat") as f:
+        v = [int(x) for x in f.readline().split()[1:]]
+    return (v[0] + v[1] + v[2] + v[5] + v[6]) / os.sysconf("SC_CLK_TCK")
+
+
 def load_les(ko):
     sh("modprobe -a esp4 esp6 xfrm_user nf_defrag_ipv4 nf_defrag_ipv6 sch_netem")
     if not os.path.exists("/sys/module/les"):
@@ -1143,7 +1152,9 @@ def fetch_all(profiles, modes, workloads, reps, max_time, results, budget=None):
                         print(f"[{el // 60:2d}:{el % 60:02d}] {done}/{total} {pname} {mname:12s} "
                               f"{wname:4s} rep {rep}/{reps} ...", end="", flush=True)
                         before = mode.counters()
+                        cpu = busy_cpu_s()
                         res = fetch(wname, w, sums, max_time)
+                        res["cpu_s"] = round(busy_cpu_s() - cpu, 2)
                         after = mode.counters()
                         why = mode.carried(before, after, w)
                         res["counters"] = {k: after[k] - before.get(k, 0) for k in after}

@@ -4,7 +4,8 @@
 
 Throughput: iperf3 (TCP, a -> b through m, tunnel mode, AES-256-GCM) in
 alternating rounds, ESP then LES, so both see the same machine state; with
-iperf3's default 128 kB writes, and with 1 MB writes.  Both are paged: TCP
+iperf3's default 128 kB writes, and with 1 MB writes; and the VM's busy CPU
+meanwhile, as Mbit per busy CPU-second.  Both are paged: TCP
 keeps its data in pages; les.ko's counters show how many LES packets were
 sealed from those pages (LesOutPaged) and how many copied first.
 Bytes on the wire: the same UDP datagrams through each, captured on m.
@@ -43,6 +44,11 @@ def cpu_times():
 def cpu_busy(before, after):
     """How busy each CPU was between two cpu_times(), as "52%/97%"."""
     return "/".join(f"{100 * (a[0] - b[0]) / max(1, a[1] - b[1]):.0f}%" for b, a in zip(before, after))
+
+
+def busy_seconds(before, after):
+    """CPU-seconds all CPUs were busy between two cpu_times()."""
+    return sum(a[0] - b[0] for b, a in zip(before, after)) / os.sysconf("SC_CLK_TCK")
 
 
 def iperf(cfg, write=""):
@@ -105,16 +111,20 @@ def main():
     cfg = Config("tunnel", 4, 4)
     drv = sh("grep -A3 '^name *: gcm(aes)' /proc/crypto | grep driver | head -n1", check=False).stdout.strip()
     res = {"esp": [], "les": [], "esp-1M": [], "les-1M": []}
+    per_cpu = {kind: [] for kind in res}        # Mbit per busy CPU-second
     paged = {"LesOutPackets": 0, "LesOutPaged": 0, "LesOutLinearised": 0}
     for r in range(0 if ONLY == "pep" else ROUNDS):
         for kind in res:
             tunnel_up(cfg, 0x800 + r * 4, plain=kind.startswith("esp"))
-            before = les_stats("a")
+            before, cpu = les_stats("a"), cpu_times()
             res[kind].append(iperf(cfg, "1M" if kind.endswith("1M") else ""))
+            busy = busy_seconds(cpu, cpu_times())
+            per_cpu[kind].append(res[kind][-1] * SECONDS / 1e6 / max(busy, 0.01))
             after = les_stats("a")
             for k in paged:
                 paged[k] += after.get(k, 0) - before.get(k, 0)
-            print(f"# round {r + 1} {kind}: {res[kind][-1] / 1e6:.2f} Mbit/s", flush=True)
+            print(f"# round {r + 1} {kind}: {res[kind][-1] / 1e6:.2f} Mbit/s, "
+                  f"{per_cpu[kind][-1]:.2f} Mbit per busy CPU-second", flush=True)
     # PEP observer: keys on m for both directions; hook on vs off.
     pep = {"on": [], "off": []}
     unread = 0                        # header zones a full backlog left unread
@@ -163,6 +173,12 @@ def main():
     print(f"| the same with 1 MB writes (Mbit/s) | {esp_big / 1e6:.2f} | "
           f"{les_big / 1e6:.2f} | **{les_big / esp_big:.3f}** |")
     print(f"| per-round ratios | | | {', '.join(f'{x:.3f}' for x in ratios_big)} |")
+    for kind, what in (("", "128 kB"), ("-1M", "1 MB")):
+        e, l = per_cpu["esp" + kind], per_cpu["les" + kind]
+        r = [b / a for a, b in zip(e, l)]
+        print(f"| Mbit per busy CPU-second, {what} writes, median | {statistics.median(e):.2f} | "
+              f"{statistics.median(l):.2f} | **{statistics.median(r):.3f}** "
+              f"({', '.join(f'{x:.3f}' for x in r)}) |")
     print(f"\nLES packets sealed: {paged['LesOutPackets']}, from the socket's pages without a copy "
           f"(LesOutPaged) {paged['LesOutPaged']}, linearised first (LesOutLinearised) "
           f"{paged['LesOutLinearised']}.")
