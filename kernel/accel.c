@@ -258,6 +258,17 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	bool on, gone = les_key_gone(view);
 
 	/*
+	 * The handshake is the flow table's alone, and a SYN after it starts
+	 * nothing (flow.c): neither is data or an ACK of the connection held
+	 * here, whose sequence space a new ISN's would only confuse.  It goes
+	 * after a receiver's ACK that waits (receiver.c).
+	 */
+	if ((pkt->tcp.flags & (LES_TCP_SYN | LES_TCP_RST)) == LES_TCP_SYN) {
+		if (to_hop && f->accel)
+			les_rcv_thin_flush(pn, &f->accel->dir[!from], todo, 0);
+		goto pass;
+	}
+	/*
 	 * A key that went only drains what is held; until the other side's
 	 * packets come under a valid key again, its ACKs cannot be read
 	 * (drain.c).

@@ -242,23 +242,34 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 	 * answers with an ACK and goes on (RFC 5961 4.2), and so does the
 	 * flow here; with a SYN-ACK only if it had let the connection go
 	 * unseen here (les_flow_reopen()).  A late copy of the handshake's
-	 * own SYN, or one under another SA, begins nothing.
+	 * own SYN, or one under another SA, begins nothing.  A SYN sent
+	 * again times nothing (Karn), and Linux sends a Fast Open SYN again
+	 * without its data, which its answer may still ACK.  A SYN with RST
+	 * is a RST (RFC 9293 3.10.7.4).
 	 */
-	if ((flags & LES_TCP_SYN) && s->have_next &&
+	if ((flags & (LES_TCP_SYN | LES_TCP_RST)) == LES_TCP_SYN && s->have_next &&
 	    f->state != LES_FLOW_SYN_SENT && f->state != LES_FLOW_SYN_RECV) {
 		if (!(flags & LES_TCP_ACK) && pkt->spi == s->spi &&
 		    !(s->have_isn && seg->seq == s->isn)) {
-			s->syn_waits = true;
-			s->syn_seq = seg->seq;
-			s->syn_win = seg->win;
-			s->syn_mss = seg->mss;
-			s->syn_wscale = seg->wscale;
+			bool again = (s->syn.waits || s->syn.seen) &&
+				     s->syn.seq == seg->seq;
+
+			s->syn = (struct les_flow_syn){
+				.seen = again ? 0 : pkt->seen,
+				.seq = seg->seq,
+				.win = seg->win,
+				.mss = seg->mss,
+				.len = max_t(u32, pkt->payload,
+					     again ? s->syn.len : 0),
+				.wscale = seg->wscale,
+				.waits = true,
+			};
 		}
 		return;
 	}
 	s->spi = pkt->spi;
 	if (!(flags & LES_TCP_SYN))
-		o->syn_waits = false;
+		o->syn.waits = false;
 	s->bytes += pkt->payload;
 	s->flags_seen |= flags;
 	s->seq = seg->seq;
@@ -357,10 +368,27 @@ static void les_flow_restart(struct les_flow_table *t, struct les_flow *f,
 }
 
 /*
+ * Does @from's SYN-ACK answer the SYN the other side sent outside the
+ * handshake?  It ACKs that SYN, and its Fast Open data if it took them
+ * (RFC 7413 3), under the SA of @from's connection, with a new ISN.
+ */
+static bool les_flow_answers_syn(const struct les_flow *f, unsigned int from,
+				 const struct les_pep_pkt *pkt)
+{
+	const struct les_flow_syn *syn = &f->side[!from].syn;
+	u32 ack = pkt->tcp.ack;
+
+	return (pkt->tcp.flags & (LES_TCP_SYN | LES_TCP_ACK)) ==
+	       (LES_TCP_SYN | LES_TCP_ACK) && syn->waits &&
+	       (ack == syn->seq + 1 || ack == syn->seq + 1 + syn->len) &&
+	       pkt->spi == f->side[from].spi && pkt->tcp.seq != f->side[from].isn;
+}
+
+/*
  * @from answered with a SYN-ACK the SYN the other side sent outside the
  * handshake: it had let the connection go (its close went by unread
  * here, or it crashed), and that SYN began a new one.  The flow starts
- * again from that SYN.
+ * again from that SYN, as it was seen then.
  */
 static void les_flow_reopen(struct les_flow_table *t, struct les_flow *f,
 			    unsigned int from, const struct les_pep_pkt *pkt,
@@ -370,12 +398,14 @@ static void les_flow_reopen(struct les_flow_table *t, struct les_flow *f,
 	struct les_pep_pkt syn = {
 		.family = pkt->family,
 		.spi = o->spi,
-		.seen = pkt->seen,
+		.payload = o->syn.len,
+		/* Sent again, it times nothing: a sample of 0 is none (rtt.h). */
+		.seen = o->syn.seen ?: pkt->seen,
 		.tcp = {
-			.seq = o->syn_seq,
-			.win = o->syn_win,
-			.mss = o->syn_mss,
-			.wscale = o->syn_wscale,
+			.seq = o->syn.seq,
+			.win = o->syn.win,
+			.mss = o->syn.mss,
+			.wscale = o->syn.wscale,
 			.flags = LES_TCP_SYN,
 		},
 	};
@@ -414,9 +444,7 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 	if (f && f->state == LES_FLOW_CLOSED &&
 	    (flags & (LES_TCP_SYN | LES_TCP_ACK)) == LES_TCP_SYN)
 		les_flow_restart(t, f, now);
-	if (f && (flags & (LES_TCP_SYN | LES_TCP_ACK)) == (LES_TCP_SYN | LES_TCP_ACK) &&
-	    f->side[!from].syn_waits && pkt->tcp.ack == f->side[!from].syn_seq + 1 &&
-	    pkt->spi == f->side[from].spi && pkt->tcp.seq != f->side[from].isn)
+	if (f && les_flow_answers_syn(f, from, pkt))
 		les_flow_reopen(t, f, from, pkt, now);
 	if (!f) {
 		/* A RST opens nothing: it would only take a table slot. */

@@ -41,6 +41,16 @@ struct les_flow_key {
 	u8 family;			/* AF_INET, AF_INET6 */
 };
 
+/* A SYN a side sent outside the handshake, kept until answered (flow.c). */
+struct les_flow_syn {
+	ktime_t seen;			/* 0 once sent again (Karn) */
+	u32 seq;
+	u16 win, mss;
+	u16 len;			/* its data (TCP Fast Open) */
+	u8 wscale;
+	bool waits;
+};
+
 /* What one side of a TCP connection sent, as seen at the PEP. */
 struct les_flow_side {
 	u32 spi;			/* SA of its last packet */
@@ -48,16 +58,14 @@ struct les_flow_side {
 	u16 win, mss;
 	u8 wscale;			/* its SYN's option */
 	bool scaled;			/* its window is scaled (flow.c) */
-	/* A SYN it sent outside the handshake, until answered (flow.c). */
-	bool syn_waits;
-	u8 syn_wscale;
-	u16 syn_win, syn_mss;
-	u32 syn_seq;
 	u8 flags_seen;
 	bool have_isn, have_next, fin;
 	u8 sack_n;
+	bool key_went;			/* its key went, none since (drain.c) */
+	struct les_flow_syn syn;
 	u32 sack[2 * LES_SACK_MAX];
 	bool have_ts;
+	bool window_short;		/* its receiver's replay window (accel.c) */
 	u32 tsval;			/* its newest TSval */
 	/*
 	 * The right edge of its window (ack + scaled window), the furthest
@@ -66,8 +74,6 @@ struct les_flow_side {
 	 */
 	bool have_edge;
 	u32 edge;
-	bool key_went;			/* its key went, none since (drain.c) */
-	bool window_short;		/* its receiver's replay window (accel.c) */
 	u64 packets, bytes, retrans;
 	/*
 	 * Round trip PEP -> this side -> PEP: a segment of the other side

@@ -474,6 +474,62 @@ def tcp_state(T, t):
          r.get("wscale") == 6 and flow(34000).get("state") == "syn-recv",
          "answered with a SYN-ACK, that SYN began a new connection: the flow starts again "
          "from it (its receiver had let the old one go unseen)", flow(34000))
+    T.ok(r.get("rtt_samples") == 1,
+         "the flow started again times b's round trip from that SYN, as it was seen", r)
+
+    def established(port):
+        from_a(port, seq=1000, flags=0x02, options=ws(7))
+        from_b(port, seq=5000, ack=1001, flags=0x12, options=ws(9))
+        from_a(port, seq=1001, ack=5001, flags=0x18, payload=b"d" * 1000)
+
+    def unchanged(port):
+        i, r = sides(port)
+        return i.get("isn") == 1000 and r.get("isn") == 5000 and \
+            flow(port).get("state") == "established"
+    # A SYN-ACK that ACKs anything but the new SYN's ISN + 1 answers nothing.
+    established(34003)
+    from_a(34003, seq=80000, flags=0x02)
+    from_b(34003, seq=9000, ack=80005, flags=0x12)
+    T.ok(unchanged(34003), "a SYN-ACK that does not ACK the new SYN starts nothing",
+         flow(34003))
+    # b's ACK meanwhile (a challenge ACK: it goes on with the old one).
+    established(34004)
+    from_a(34004, seq=80000, flags=0x02)
+    from_b(34004, seq=5001, ack=2001, flags=0x10)
+    from_b(34004, seq=9000, ack=80001, flags=0x12)
+    T.ok(unchanged(34004), "once the other side sent on, a SYN-ACK to the SYN it had "
+         "starts nothing", flow(34004))
+    # TCP Fast Open (RFC 7413 3): the SYN's data ACKed with it, even once
+    # the SYN came again without them (Linux's resend), or not at all; a
+    # part of them, never.
+    established(34005)
+    from_a(34005, seq=80000, flags=0x02, payload=b"f" * 100)
+    from_a(34005, seq=80000, flags=0x02)
+    from_b(34005, seq=9000, ack=80101, flags=0x12)
+    i, r = sides(34005)
+    T.ok(i.get("isn") == 80000 and i.get("next") == 80101 and r.get("isn") == 9000,
+         "a SYN-ACK that ACKs a Fast Open SYN and its data starts the flow again from it, "
+         "the SYN sent again without them meanwhile", flow(34005))
+    established(34007)
+    from_a(34007, seq=80000, flags=0x02, payload=b"f" * 100)
+    from_b(34007, seq=9000, ack=80001, flags=0x12)
+    i, r = sides(34007)
+    T.ok(i.get("isn") == 80000 and r.get("isn") == 9000,
+         "a SYN-ACK that takes a Fast Open SYN but not its data starts the flow again",
+         flow(34007))
+    established(34008)
+    from_a(34008, seq=80000, flags=0x02, payload=b"f" * 100)
+    from_b(34008, seq=9000, ack=80051, flags=0x12)
+    T.ok(unchanged(34008), "a SYN-ACK that ACKs part of a Fast Open SYN's data starts nothing",
+         flow(34008))
+    # A SYN sent twice: which one the SYN-ACK answers is unknown (Karn).
+    established(34006)
+    from_a(34006, seq=80000, flags=0x02)
+    from_a(34006, seq=80000, flags=0x02)
+    from_b(34006, seq=9000, ack=80001, flags=0x12)
+    i, r = sides(34006)
+    T.ok(i.get("isn") == 80000 and not r.get("rtt_samples"),
+         "a SYN sent twice starts the flow again, timing nothing", flow(34006))
     pep_keys_flush()
     xfrm_flush()
 
