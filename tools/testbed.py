@@ -959,19 +959,16 @@ def fetch(name, w, sums, max_time, src=None):
     for n in ("client", "server"):
         sh("ip tcp_metrics flush all", n, check=False)
     base = f"http://{host(INNER['server'])}/"
-    saved = dl                  # where the files checked land
-    if w.get("upload"):
-        paths = [f"up/{name}.bin"]
-        saved = f"{WORK}/www"
-        if os.path.exists(f"{saved}/{paths[0]}"):
-            os.unlink(f"{saved}/{paths[0]}")
-        rc, info = curl([base + paths[0]], dl, max_time, src=src,
-                        upload=f"{WORK}/send/{name}.bin")
-        first = info[0] if info else {}
-        total = first.get("time_total")
-    elif "bytes" in w:
-        paths = [f"{name}.bin"]
-        rc, info = curl([base + paths[0]], dl, max_time, src=src)
+    saved, upload = dl, None    # where the files checked land; what is PUT
+    if "bytes" in w:
+        if w.get("upload"):
+            paths, saved = [f"up/{name}.bin"], f"{WORK}/www"
+            upload = f"{WORK}/send/{name}.bin"
+            if os.path.exists(f"{saved}/{paths[0]}"):
+                os.unlink(f"{saved}/{paths[0]}")
+        else:
+            paths = [f"{name}.bin"]
+        rc, info = curl([base + paths[0]], dl, max_time, src=src, upload=upload)
         first = info[0] if info else {}
         total = first.get("time_total")
     else:
