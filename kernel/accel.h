@@ -127,10 +127,12 @@ struct les_held {
 	bool sacked;
 	bool sack_resent;	/* last sent by SACK recovery (early_ack.c) */
 	/*
-	 * Its data went on unheld once before (the sender sent it again): an
-	 * ACK of it may be the receiver's of that one, so it times nothing.
+	 * An ACK of it may be of an earlier sending, so it times nothing and
+	 * proves no timeout spurious: its data went on unheld once before
+	 * (the sender sent it again), or its SACK mark was taken back
+	 * (reneging, early_ack.c) when the receiver may have had it.
 	 */
-	bool unheld_before;
+	bool untimed;
 	/*
 	 * Older than a resend of the sender's passed below it: the ACK point
 	 * waits at it until the receiver has it (early_ack.c).
@@ -191,6 +193,7 @@ struct les_accel_dir {
 	u32 rcv_edge;		/* and its right edge */
 	bool rcv_known;
 	u8 dupacks;
+	ktime_t reneged_at;	/* @rcv_ack first seen at a SACKed copy, or 0 */
 	/*
 	 * SACK recovery's reordering window, widened past a quarter round
 	 * trip when a resend proves needless, back to a quarter after 16

@@ -56,7 +56,7 @@ static u32 les_early_hop_rtt_us(const struct les_accel_flow *af, unsigned int s)
  */
 static void les_early_timed(const struct les_held *h, ktime_t *timed)
 {
-	if (h->tx == 1 && !h->unheld_before && !h->beyond_window &&
+	if (h->tx == 1 && !h->untimed && !h->beyond_window &&
 	    ktime_after(h->sent, *timed))
 		*timed = h->sent;
 }
@@ -317,7 +317,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	}
 	if (d->unheld && !before(d->ack_point, d->unheld_end))
 		d->unheld = false;
-	h->unheld_before = d->unheld && before(seq, d->unheld_end);
+	h->untimed = d->unheld && before(seq, d->unheld_end);
 	if (!les_hop_queue_held(pn, h, d)) {
 		/* No lane to wait in: neither held nor ACKed, sent again. */
 		les_held_node_free(an, h);
@@ -551,7 +551,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 			if (!h->sacked) {
 				les_early_spurious(pn, af, s, h, now);
 				les_early_timed(h, &timed);
-				filled |= h->tx > 1 || h->unheld_before;
+				filled |= h->tx > 1 || h->untimed;
 				/*
 				 * Sent once before the timeout, inside the
 				 * window, and not SACKed, it arrived: the
@@ -559,6 +559,7 @@ bool les_early_rcv_ack(struct les_pep_net *pn, struct les_accel_flow *af,
 				 */
 				spurious |= d->loss && !d->loss_go &&
 					    h->tx == 1 && !h->beyond_window &&
+					    !h->untimed &&
 					    !ktime_after(h->sent, d->loss_at);
 			}
 			les_held_free(an, d, h);
@@ -690,6 +691,45 @@ static u32 les_early_sent_high(const struct les_accel_dir *d)
 }
 
 /*
+ * The receiver's cumulative ACK stops at a copy it SACKed: its TCP dropped
+ * what it held out of order (reneging, RFC 2018 8).  If that still holds
+ * half a round trip later (10 ms at least; Linux's
+ * tcp_check_sack_reneging() waits so for ACKs that crossed), every mark
+ * goes (RFC 6675 5.1): the receiver's next blocks mark again what it still
+ * has, and recovery and the timer resend the rest.  Its xfrm refuses a copy
+ * it had as a replay, so what it dropped is lost, counted when the flow
+ * lets go of it (LesAccelLost, docs/accel.md 8).  An older block that marks
+ * such a copy again is caught again here.
+ */
+static void les_early_reneging(struct les_pep_net *pn, struct les_accel_flow *af,
+			       unsigned int s, ktime_t now)
+{
+	struct les_accel_dir *d = &af->dir[s];
+	struct les_held *h;
+
+	h = list_first_entry_or_null(&d->held, struct les_held, node);
+	if (!h || !h->sacked || !d->rcv_known || after(h->seq, d->rcv_ack)) {
+		d->reneged_at = 0;
+		return;
+	}
+	if (!d->reneged_at) {
+		d->reneged_at = now;
+		return;
+	}
+	if (ktime_us_delta(now, d->reneged_at) <
+	    max_t(s64, les_early_hop_rtt_us(af, s) / 2, 10 * USEC_PER_MSEC))
+		return;
+	d->reneged_at = 0;
+	les_stat_inc(pn->net, LES_STAT_ACCEL_SACK_RENEGING);
+	list_for_each_entry(h, &d->held, node) {
+		if (h->sacked) {
+			h->sacked = false;
+			h->untimed = true;
+		}
+	}
+}
+
+/*
  * The timer: the oldest held copy unanswered for too long goes again.  If
  * the receiver said nothing since the timer's last resend, every copy not
  * SACKed and not sent within @rto goes too, as far as copies may go (its
@@ -718,6 +758,7 @@ void les_early_timer(struct les_pep_net *pn, struct les_accel_flow *af,
 	bool first = true, all = false, far_holds = false;
 
 	les_early_rto_set(d, rto);
+	les_early_reneging(pn, af, s, now);
 	if (d->loss && d->loss_paced)
 		les_early_loss_resend(pn, af, s, todo);
 	list_for_each_entry(h, &d->held, node) {

@@ -136,15 +136,17 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # which every test meets.  Debian 6.12 runs the tests of a kernel path of
 # their own (80 to 140 s each on the debug kernel, about 30 on Debian's):
 # the drain (keys deleted), the replay guard (lost resend, late on lan,
-# forged far seq), the window and lanes (two tunnels, paused reader,
-# udp flood, lost window update's probe with no peer buffer), flows kept
-# busy (flush) and through a hop outage, the tick's timed flows (idle
-# flows), the flow dump (round trips); Debian 6.1 the others, which
+# forged far seq), SACK marks taken back (sack reneging), a SYN on a flow
+# that holds data (syn mid transfer), the window and lanes (two tunnels,
+# paused reader, udp flood, lost window update's probe with no peer
+# buffer), flows kept busy (flush) and through a hop outage, the tick's
+# timed flows (idle flows), the flow dump (round trips); Debian 6.1 the
+# others, which
 # take those paths again in other settings (transport mode, NAT-T, IPv6,
 # upload, a hop that reorders, the timer's resend) or only the engine's
 # start (accel off, small buffer, short replay window), and rekeys (keyed by
 # charon: step ike runs on 6.1 too).
-each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|udp flood|forged far seq|flush)$'
+each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|udp flood|forged far seq|flush|sack reneging|syn mid transfer)$'
 other_paths='^(accel off|small buffer|ack key deleted|hop misbehaves|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|ipv6|rekeys|rst out of window)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts t0 usual took pct
@@ -187,7 +189,7 @@ vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 		only=${LES_ONLY-'^(errors|modes|pep|hardening|accel|in-use|async)$'}
 		configs=${LES_CONFIGS-'^(tunnel v4-in-v4)$'}
 		parts=${LES_PARTS-'^(pep (tunnel v4-in-v4|tcp state|unload)|hardening init faults)$'}
-		accel_only=${LES_ACCEL_ONLY-'^(flush|alloc faults)$'}
+		accel_only=${LES_ACCEL_ONLY-'^(flush|alloc faults|sack reneging|syn mid transfer)$'}
 		# On a host slow enough that the subset might not end within
 		# make check's budget (its usual time, scaled, plus a quarter),
 		# its core: the load's fault injection and the opener; a SKIP
