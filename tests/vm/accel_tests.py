@@ -842,7 +842,8 @@ print(sent, flush=True)
 
 
 # From the client's own stack, as a receiver that reneges (RFC 2018 8)
-# would look to the PEPs: once data from the server at SRV leaves a hole,
+# would look to the PEPs: once data from the server at SRV leaves a hole
+# of two segments or more that nothing fills for 0.1 s (not a reordering),
 # ACKs of the hole's start whose SACK block claims its second half, every
 # 20 ms for SPAN seconds (well under a round trip: later, they could cross
 # the client's own ACK of the first half).  The client's TCP never had that
@@ -853,30 +854,34 @@ me, srv, secs, span = (sys.argv[1], socket.inet_aton(sys.argv[2]), float(sys.arg
                        float(sys.argv[4]))
 rx.settimeout(0.02)
 before = lambda a, b: ((a - b) & 0xffffffff) >= 1 << 31          # noqa: E731
-nxt, hole, sent, at = None, None, 0, 0
+nxt, gap, hole, sent, at = None, None, None, 0, 0
 deadline = time.monotonic() + secs
 while time.monotonic() < deadline and not (hole and time.monotonic() > hole[5]):
     try:
         f = rx.recv(65535)
     except socket.timeout:
         f = None
-    if f and f[12:16] == srv:
+    now = time.monotonic()
+    if f and f[12:16] == srv and not hole:
         ihl = (f[0] & 15) * 4
         sport, dport, seq, ack = struct.unpack("!HHII", f[ihl:ihl + 12])
         n = struct.unpack("!H", f[2:4])[0] - ihl - (f[ihl + 12] >> 4) * 4
-        if sport == 80 and n and not hole:
-            gap = (seq - nxt) & 0xffffffff if nxt is not None else 0
-            if 2 * n <= gap < 1 << 31:
-                mid = (nxt + gap // (2 * n) * n) & 0xffffffff
-                hole = (nxt, seq, mid, dport, ack, time.monotonic() + span)
-            elif nxt is None or before(nxt, seq + n):
+        if sport == 80 and n:
+            if gap and not before(seq, gap[0]) and before(seq, gap[1]):
+                gap = None                          # filled: reordered
+            elif nxt is not None and not gap and 2 * n <= (seq - nxt) & 0xffffffff < 1 << 31:
+                mid = (nxt + (seq - nxt) // (2 * n) * n) & 0xffffffff
+                gap = (nxt, seq, mid, dport, ack, now)
+            if nxt is None or before(nxt, seq + n):
                 nxt = (seq + n) & 0xffffffff
-    if hole and time.monotonic() >= at:
+    if gap and not hole and now - gap[5] >= 0.1:
+        hole = gap[:5] + (now + span,)
+    if hole and now >= at:
         start, end, mid, cport, cseq, _ = hole
         send_tcp(me, srv, cport, 80, cseq, start, 0x10, 512,
                  struct.pack("!BBBBII", 1, 1, 5, 10, mid, end))
         sent += 1
-        at = time.monotonic() + 0.02
+        at = now + 0.02
 print("hole %d-%d, SACKed from %d, sent %d" % (hole[:3] + (sent,)) if hole else "no hole",
       flush=True)
 """
@@ -1573,15 +1578,12 @@ def sack_reneging(T, prof, sums):
           "}\n"
           "EOF", "hpep")
 
-    def client_acks():
-        acks = raw_tcp("client", RENEGING_ACKS, tb.INNER["client"], tb.INNER["server"], 60,
-                       0.3)
+    try:
+        res, acks = fetch_during("10M", sums, lambda: raw_tcp(
+            "client", RENEGING_ACKS, tb.INNER["client"], tb.INNER["server"], 60, 0.3), 0.2,
+            max_time=60)
         dropped = sum(int(c) for c in re.findall(r"packets (\d+)", tb.sh(
             "nft list table inet lesreneg", "hpep").stdout))
-        tb.sh("nft delete table inet lesreneg", "hpep")
-        return acks, dropped
-    try:
-        res, (acks, dropped) = fetch_during("10M", sums, client_acks, 0.2, max_time=60)
     finally:
         tb.sh("nft delete table inet lesreneg", "hpep", check=False)
     d = {p: delta(before[p], stats(p)) for p in PEPS}
