@@ -786,11 +786,14 @@ def send_tcp(src, dst, sport, dport, seq, ack, flags, win=0, opts=b""):
     tx.sendto(ip + tcp, (socket.inet_ntoa(dst), 0))
 """
 
-# From the server's own stack: a RST of the connection to PORT, its
-# sequence number a quarter of the space past what the client's newest
-# segment ACKs, N times GAP seconds apart.  Prints how many it sent.
-RST_SENDER = RAW_TCP + r"""
-me, port, n, gap = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
+# From an endpoint's own stack (SIDE server or client of port 80): a
+# segment with FLAGS on its connection, the sequence number a quarter of
+# the space past what the peer's newest segment ACKs (a SYN: a new ISN,
+# with an MSS), N times GAP seconds apart.  Prints how many it sent.
+SEGMENT_SENDER = RAW_TCP + r"""
+me, side, flags, n, gap = (sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]),
+                           float(sys.argv[5]))
+syn = flags & 0x02
 rx.setblocking(False)
 sent, last, deadline = 0, None, time.monotonic() + 60
 while sent < n and time.monotonic() < deadline:
@@ -798,43 +801,17 @@ while sent < n and time.monotonic() < deadline:
         while True:
             f = rx.recv(65535)
             ihl = (f[0] & 15) * 4
-            if struct.unpack("!H", f[ihl + 2:ihl + 4])[0] == port and f[ihl + 13] & 0x10:
-                last = (f[12:16], struct.unpack("!H", f[ihl:ihl + 2])[0],
-                        struct.unpack("!I", f[ihl + 8:ihl + 12])[0])
+            sport, dport, ack = struct.unpack("!HH4xI", f[ihl:ihl + 12])
+            if (dport if side == "server" else sport) == 80 and f[ihl + 13] & 0x10:
+                last = (f[12:16], sport, dport, ack)
     except BlockingIOError:
         pass
     if last is None:
         time.sleep(0.05)
         continue
-    peer, peer_port, ack = last
-    send_tcp(me, peer, port, peer_port, ack + (1 << 30), 0, 0x04)
-    sent += 1
-    time.sleep(gap)
-print(sent, flush=True)
-"""
-
-# From the client's own stack: a SYN of its connection to the server at
-# SRV, port 80, a new ISN a quarter of the space past the sequence number it
-# is at, N times GAP seconds apart.  Prints how many it sent.
-SYN_SENDER = RAW_TCP + r"""
-me, srv, n, gap = sys.argv[1], socket.inet_aton(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4])
-rx.setblocking(False)
-sent, last, deadline = 0, None, time.monotonic() + 60
-while sent < n and time.monotonic() < deadline:
-    try:
-        while True:
-            f = rx.recv(65535)
-            ihl = (f[0] & 15) * 4
-            if f[12:16] == srv and struct.unpack("!H", f[ihl:ihl + 2])[0] == 80:
-                last = struct.unpack("!HII", f[ihl + 2:ihl + 12])
-    except BlockingIOError:
-        pass
-    if last is None:
-        time.sleep(0.05)
-        continue
-    cport, _, cseq = last
-    send_tcp(me, srv, cport, 80, cseq + (1 << 30), 0, 0x02, 64240,
-             struct.pack("!BBH", 2, 4, 1360))
+    peer, peer_port, port, ack = last
+    send_tcp(me, peer, port, peer_port, ack + (1 << 30), 0, flags, 64240 if syn else 0,
+             struct.pack("!BBH", 2, 4, 1360) if syn else b"")
     sent += 1
     time.sleep(gap)
 print(sent, flush=True)
@@ -903,7 +880,7 @@ def rst_out_of_window(T, prof, sums):
 
         def rsts():
             t0 = time.monotonic()
-            out = raw_tcp("server", RST_SENDER, tb.INNER["server"], 80, 5, 0.5)
+            out = raw_tcp("server", SEGMENT_SENDER, tb.INNER["server"], "server", 0x04, 5, 0.5)
             took.append(time.monotonic() - t0)
             return int(out) if out.isdigit() else out
         res, sent = fetch_during("10M", sums, rsts, 1, max_time=120)
@@ -952,7 +929,7 @@ def syn_mid_transfer(T, prof, sums):
         challenged = nstat("server", "TcpExtTCPSYNChallenge").get("TcpExtTCPSYNChallenge", 0)
 
         def syns():
-            out = raw_tcp("client", SYN_SENDER, tb.INNER["client"], tb.INNER["server"], 5, 0.5)
+            out = raw_tcp("client", SEGMENT_SENDER, tb.INNER["client"], "client", 0x02, 5, 0.5)
             return int(out) if out.isdigit() else out
         res, sent = fetch_during("10M", sums, syns, 1, max_time=120)
         d = {n: delta(before[n], stats(n)) for n in PEPS}
