@@ -374,11 +374,18 @@ static void les_early_recover(struct les_pep_net *pn, struct les_accel_flow *af,
 			break;
 		if (!h->tx || h->waiting)
 			continue;
-		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait &&
-		    les_held_send(h, todo)) {
-			h->sack_resent = true;
-			les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_RETRANS);
-			resent = true;
+		if (!h->sacked && ktime_us_delta(now, h->sent) >= wait) {
+			/*
+			 * Marks taken back (les_early_reneging()) may leave a
+			 * whole window to resend: only as the pacer has room.
+			 */
+			if (h->untimed && !les_pacer_room(&pn->accel.pacer, todo))
+				break;
+			if (les_held_send(h, todo)) {
+				h->sack_resent = true;
+				les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_RETRANS);
+				resent = true;
+			}
 		}
 		if (!sacked_high)
 			break;
@@ -477,6 +484,7 @@ static void les_early_loss_resend(struct les_pep_net *pn,
  * (docs/accel.md 3).  Before a copy is timed, half the flow's shortest:
  * it may count a wait in the hop lane (flow.c times it from when data
  * reaches us).  The reordering window then grows by twice what it lacked.
+ * An untimed copy's earlier sending may be what arrived: it proves nothing.
  */
 static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af,
 			       unsigned int s, const struct les_held *h,
@@ -489,7 +497,7 @@ static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af
 	s64 soon = d->hop_rtt.samples ? (s64)d->hop_rtt.min_us * 3 / 4 :
 		   (s64)r->rtt.min_us / 2;
 
-	if (h->tx != 2 || !h->sack_resent ||
+	if (h->tx != 2 || !h->sack_resent || h->untimed ||
 	    !(d->hop_rtt.samples || r->rtt.samples) || late >= soon)
 		return;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_SPURIOUS);
