@@ -819,19 +819,20 @@ print(sent, flush=True)
 
 
 # From the client's own stack, as a receiver that reneges (RFC 2018 8)
-# would look to the PEPs: once data from the server at SRV leaves a hole
-# of two segments or more that nothing fills for 0.1 s (not a reordering),
-# ACKs of the hole's start whose SACK block claims its second half, every
-# 20 ms for SPAN seconds (well under a round trip: later, they could cross
-# the client's own ACK of the first half).  The client's TCP never had that
-# half: its cumulative ACK stops there once the first half arrives.
-# Prints the hole, the block and how many it sent.
+# would look to the PEPs: once the data from the server at SRV that the
+# client has in order stops, for 0.3 s, at a hole of exactly HOLE segments
+# (the hub's drops: not a reordering, nor packets a replay guard holds
+# back), ACKs of the hole's start whose SACK block claims its second half,
+# every 20 ms for SPAN seconds (well under a round trip: later, they could
+# cross the client's own ACK of the first half).  The client's TCP never
+# had that half: its cumulative ACK stops there once the first half
+# arrives.  Prints the hole, the block and how many it sent.
 RENEGING_ACKS = RAW_TCP + r"""
-me, srv, secs, span = (sys.argv[1], socket.inet_aton(sys.argv[2]), float(sys.argv[3]),
-                       float(sys.argv[4]))
+me, srv, holed, secs, span = (sys.argv[1], socket.inet_aton(sys.argv[2]), int(sys.argv[3]),
+                              float(sys.argv[4]), float(sys.argv[5]))
 rx.settimeout(0.02)
-before = lambda a, b: ((a - b) & 0xffffffff) >= 1 << 31          # noqa: E731
-nxt, gap, hole, sent, at = None, None, None, 0, 0
+d = lambda a, b: (a - b) & 0xffffffff                               # noqa: E731
+rcv, ooo, stalled, hole, sent, at = None, {}, 0, None, 0, 0
 deadline = time.monotonic() + secs
 while time.monotonic() < deadline and not (hole and time.monotonic() > hole[5]):
     try:
@@ -841,18 +842,27 @@ while time.monotonic() < deadline and not (hole and time.monotonic() > hole[5]):
     now = time.monotonic()
     if f and f[12:16] == srv and not hole:
         ihl = (f[0] & 15) * 4
-        sport, dport, seq, ack = struct.unpack("!HHII", f[ihl:ihl + 12])
+        sport, cport, seq, cseq = struct.unpack("!HHII", f[ihl:ihl + 12])
         n = struct.unpack("!H", f[2:4])[0] - ihl - (f[ihl + 12] >> 4) * 4
         if sport == 80 and n:
-            if gap and not before(seq, gap[0]) and before(seq, gap[1]):
-                gap = None                          # filled: reordered
-            elif nxt is not None and not gap and 2 * n <= (seq - nxt) & 0xffffffff < 1 << 31:
-                mid = (nxt + (seq - nxt) // (2 * n) * n) & 0xffffffff
-                gap = (nxt, seq, mid, dport, ack, now)
-            if nxt is None or before(nxt, seq + n):
-                nxt = (seq + n) & 0xffffffff
-    if gap and not hole and now - gap[5] >= 0.1:
-        hole = gap[:5] + (now + span,)
+            # What the client's TCP has in order (rcv) and past it (ooo).
+            if rcv is None:
+                rcv = seq
+            if 0 < d(seq, rcv) < 1 << 31:
+                ooo[seq] = (seq + n) & 0xffffffff
+            elif d(seq + n, rcv) < 1 << 31:
+                rcv = (seq + n) & 0xffffffff
+                while rcv in ooo:
+                    rcv = ooo.pop(rcv)
+                ooo = {k: v for k, v in ooo.items() if 0 < d(k, rcv) < 1 << 31}
+                stalled = now
+            if not ooo:
+                stalled = now
+            first = min(ooo, key=lambda k: d(k, rcv), default=None)
+    if not hole and ooo and now - stalled >= 0.3:
+        n = d(ooo[first], first)
+        if d(first, rcv) == holed * n:
+            hole = (rcv, first, (rcv + holed // 2 * n) & 0xffffffff, cport, cseq, now + span)
     if hole and now >= at:
         start, end, mid, cport, cseq, _ = hole
         send_tcp(me, srv, cport, 80, cseq, start, 0x10, 512,
@@ -1557,7 +1567,7 @@ def sack_reneging(T, prof, sums):
 
     try:
         res, acks = fetch_during("10M", sums, lambda: raw_tcp(
-            "client", RENEGING_ACKS, tb.INNER["client"], tb.INNER["server"], 60, 0.3), 0.2,
+            "client", RENEGING_ACKS, tb.INNER["client"], tb.INNER["server"], n, 60, 0.3), 0.2,
             max_time=60)
         dropped = sum(int(c) for c in re.findall(r"packets (\d+)", tb.sh(
             "nft list table inet lesreneg", "hpep").stdout))
