@@ -88,6 +88,15 @@ struct les_held *les_held_new(struct les_accel_net *an, struct sk_buff *skb,
 	if (!h)
 		return NULL;
 	h->skb = skb;
+	/*
+	 * Its clones share these pages.  One that a router gave a head of
+	 * its own (skb_cow()) no longer looks cloned, and its receiver would
+	 * decrypt the pages in place (les_input(), esp_input()): every later
+	 * resend of this copy would carry that plaintext.  Marked shared,
+	 * they are copied first.
+	 */
+	if (skb_is_nonlinear(skb))
+		skb_shinfo(skb)->flags |= SKBFL_SHARED_FRAG;
 	h->seq = seq;
 	h->end = end;
 	if (!les_held_charge(an, h)) {
