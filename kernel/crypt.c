@@ -5,16 +5,18 @@
  * Each zone is one gcm(aes) operation over a scatterlist of the packet
  * (docs/protocol.md 3.1):
  *
- *   header zone:  AAD = SPI || SeqLo || IV             text = 6 + L bytes
- *   payload zone: AAD = prefix || IV || HZ || ICV2      text = the rest
+ *   header zone:  AAD = SPI || SeqLo || IV || PZ || ICV1   text = 6 + L bytes
+ *   payload zone: AAD = prefix || IV || HZ plaintext        text = the rest
  *
- * The header zone's AAD is always the 16 bytes in front of it.  The payload
- * zone's prefix is SPI || [seq hi] || seq lo: with ESN a copy kept here, so
- * that no header is shuffled in the skb; without it the ESP header itself.
+ * So ICV2, which a PEP checks, covers the whole packet, and ICV1 binds the
+ * header zone a K2 holder could otherwise re-seal.  The payload zone's
+ * prefix is SPI || [seq hi] || seq lo: with ESN a copy kept here, so that
+ * no header is shuffled in the skb; without it the ESP header itself.
  *
  * One allocation per packet holds the request, the nonce and the
  * scatterlists (two when paged output seals out of place); it lives in
- * LES_SKB_CB(skb)->tmp across async completion.
+ * LES_SKB_CB(skb)->tmp across async completion.  A zone's list takes the
+ * packet in up to three runs: each may split one entry of the skb's.
  */
 #include <linux/slab.h>
 #include <linux/scatterlist.h>
@@ -35,8 +37,8 @@ struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,
 		reqsize = max(reqsize, crypto_aead_reqsize(sa->pz_aead));
 		alignmask = max(alignmask, crypto_aead_alignmask(sa->pz_aead));
 	}
-	/* Each list may start with the prefix: one entry more than frags. */
-	nents = nfrags + 1 + (src_nfrags ? src_nfrags + 1 : 0);
+	/* The prefix, and a run that splits an entry, twice. */
+	nents = nfrags + 3 + (src_nfrags ? src_nfrags + 3 : 0);
 
 	len = sizeof(*c);
 	len += alignmask + LES_NONCE_LEN;
@@ -50,8 +52,6 @@ struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,
 		return NULL;
 
 	c->sa = sa;
-	c->nfrags = nfrags;
-	c->src_nfrags = src_nfrags;
 	c->src_pages_at = 0;
 	p = (u8 *)(c + 1);
 	c->nonce = PTR_ALIGN(p, alignmask + 1);
@@ -59,7 +59,9 @@ struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,
 	c->req = (void *)PTR_ALIGN(p, crypto_tfm_ctx_alignment());
 	p = (u8 *)(c->req + 1) + reqsize;
 	c->sg = (void *)PTR_ALIGN(p, __alignof__(struct scatterlist));
-	c->src_sg = src_nfrags ? c->sg + nfrags + 1 : NULL;
+	c->nfrags = nfrags + 3;
+	c->src_nfrags = src_nfrags ? src_nfrags + 3 : 0;
+	c->src_sg = src_nfrags ? c->sg + c->nfrags : NULL;
 	return c;
 }
 
@@ -79,95 +81,145 @@ void les_crypt_free(struct les_crypt *c)
 }
 
 /*
- * The packet from the ESP header (or the IV, after a prefix kept here) to
- * the end of the zone: @span bytes from the IV.
+ * Append @len bytes of @skb from @off to @sg, whose entries from @n on are
+ * free up to @nents: returns the entries then used.  les_crypt_alloc() made
+ * room for every run; the bound is a guard.
  */
-static int les_crypt_sgvec(struct les_crypt *c, struct sk_buff *skb,
-			   struct scatterlist *sg, int nfrags,
-			   bool prefix_in_skb, unsigned int span)
+static int les_crypt_sg_add(struct sk_buff *skb, struct scatterlist *sg,
+			    int n, int nents, unsigned int off,
+			    unsigned int len)
 {
-	if (prefix_in_skb) {
-		/*
-		 * The ESP header is the AAD's first 8 bytes, just before the
-		 * IV: the AAD is then one run of the linear head, which GCM
-		 * implementations read in place instead of copying it.
-		 */
-		sg_init_table(sg, nfrags);
-		return skb_to_sgvec(skb, sg, c->zone_off - LES_ESP_HDR_LEN,
-				    span + LES_ESP_HDR_LEN);
-	}
-	sg_init_table(sg, nfrags + 1);
-	sg_set_buf(sg, c->prefix, c->prefix_len);
-	return skb_to_sgvec(skb, sg + 1, c->zone_off, span);
+	int err;
+
+	if (WARN_ON_ONCE(n >= nents))
+		return -EMSGSIZE;
+	err = skb_to_sgvec_nomark(skb, sg + n, off, len);
+	if (unlikely(err < 0))
+		return err;
+	if (WARN_ON_ONCE(n + err > nents))
+		return -EMSGSIZE;
+	return n + err;
 }
 
-static unsigned int les_crypt_pz_span(const struct les_crypt *c)
+/*
+ * The payload zone's AAD and text (docs/protocol.md 3.1): the prefix, the
+ * IV and the header zone's plaintext, then the zone and ICV1, ICV2 left
+ * out.  Without ESN the prefix is the ESP header, and the AAD is then one
+ * run of the linear head, which GCM implementations read in place.
+ * Returns the entries used.
+ */
+static int les_crypt_pz_sgvec(struct les_crypt *c, struct sk_buff *skb,
+			      struct scatterlist *sg, int nents)
 {
-	return LES_IV_LEN + c->hz_len + LES_ICV_LEN + c->pz_len + LES_ICV_LEN;
+	unsigned int pz_off = c->zone_off + LES_IV_LEN + c->hz_len + LES_ICV_LEN;
+	int n;
+
+	sg_init_table(sg, nents);
+	if (c->prefix_in_skb) {
+		n = les_crypt_sg_add(skb, sg, 0, nents,
+				     c->zone_off - LES_ESP_HDR_LEN,
+				     LES_ESP_HDR_LEN + LES_IV_LEN + c->hz_len);
+	} else {
+		sg_set_buf(sg, c->prefix, c->prefix_len);
+		n = les_crypt_sg_add(skb, sg, 1, nents, c->zone_off,
+				     LES_IV_LEN + c->hz_len);
+	}
+	if (n >= 0)
+		n = les_crypt_sg_add(skb, sg, n, nents, pz_off,
+				     c->pz_len + LES_ICV_LEN);
+	if (unlikely(n <= 0))
+		return n ? n : -EINVAL;
+	sg_mark_end(&sg[n - 1]);
+	return n;
+}
+
+/*
+ * The header zone's AAD and text: SPI, SeqLo and IV, then all that
+ * follows ICV2 (the payload zone and ICV1, none in a header-only packet),
+ * then the zone and ICV2.  Returns the entries used.
+ */
+static int les_crypt_hz_sgvec(struct les_crypt *c, struct sk_buff *skb,
+			      struct scatterlist *sg, int nents)
+{
+	unsigned int hz_off = c->zone_off + LES_IV_LEN;
+	unsigned int pz_off = hz_off + c->hz_len + LES_ICV_LEN;
+	int n;
+
+	sg_init_table(sg, nents);
+	n = les_crypt_sg_add(skb, sg, 0, nents, c->zone_off - LES_ESP_HDR_LEN,
+			     LES_HZ_AAD_LEN);
+	if (n >= 0 && c->sa->pz_aead)
+		n = les_crypt_sg_add(skb, sg, n, nents, pz_off,
+				     c->pz_len + LES_ICV_LEN);
+	if (n >= 0)
+		n = les_crypt_sg_add(skb, sg, n, nents, hz_off,
+				     c->hz_len + LES_ICV_LEN);
+	if (unlikely(n <= 0))
+		return n ? n : -EINVAL;
+	sg_mark_end(&sg[n - 1]);
+	return n;
 }
 
 /*
  * List the payload zone as the skb holds it now, before paged output gives
  * the skb new pages (output.c).  Returns the index of the first page entry:
- * everything before it is the prefix and the linear head, one entry each,
- * as skb_to_sgvec() lays out a head that holds the AAD.
+ * everything before it is the prefix and two runs of the linear head (the
+ * AAD, then the checksum field and any data there), one entry each.
  */
 int les_crypt_pz_src(struct les_crypt *c, struct sk_buff *skb)
 {
 	int err;
 
-	err = les_crypt_sgvec(c, skb, c->src_sg, c->src_nfrags,
-			      c->prefix_in_skb, les_crypt_pz_span(c));
+	err = les_crypt_pz_sgvec(c, skb, c->src_sg, c->src_nfrags);
 	if (unlikely(err < 0))
 		return err;
-	return c->prefix_in_skb ? 1 : 2;
+	return c->prefix_in_skb ? 2 : 3;
 }
 
 /*
  * Seal or open the zone c->step names.  The packet's IV sits at
  * c->zone_off in @skb; the zone's bytes follow it as docs/protocol.md
- * lays them out.  Returns 0, -EINPROGRESS (then @done runs later), or an
- * error: -EBADMSG when an ICV does not verify.
+ * lays them out.  Sealing goes payload zone first, opening header zone
+ * first: each zone's AAD is the other's output, or its input.  Returns 0,
+ * -EINPROGRESS (then @done runs later), or an error: -EBADMSG when an ICV
+ * does not verify.
  */
 int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 		   crypto_completion_t done)
 {
 	struct scatterlist *src = c->sg;
-	unsigned int ad, text, span;
 	struct les_sa *sa = c->sa;
 	struct crypto_aead *aead;
-	bool prefix_in_skb;
+	unsigned int ad, text;
 	const u8 *salt;
 	int err;
 
 	if (c->step == LES_STEP_HZ) {
 		aead = sa->hz_aead;
 		salt = sa->hz_salt;
-		prefix_in_skb = true;
 		ad = LES_HZ_AAD_LEN;
+		if (sa->pz_aead)
+			ad += c->pz_len + LES_ICV_LEN;
 		text = c->hz_len;
-		span = LES_IV_LEN + c->hz_len + LES_ICV_LEN;
+		err = les_crypt_hz_sgvec(c, skb, c->sg, c->nfrags);
 	} else {
 		aead = sa->pz_aead;
 		salt = sa->pz_salt;
-		prefix_in_skb = c->prefix_in_skb;
-		ad = c->prefix_len + LES_IV_LEN + c->hz_len + LES_ICV_LEN;
+		ad = c->prefix_len + LES_IV_LEN + c->hz_len;
 		text = c->pz_len;
-		span = les_crypt_pz_span(c);
 		/* Paged output reads the old pages, writes the new one. */
 		if (c->src_pages_at)
 			src = c->src_sg;
+		err = les_crypt_pz_sgvec(c, skb, c->sg, c->nfrags);
 	}
+	if (unlikely(err < 0))
+		return err;
 	/* When opening, the ICV counts as ciphertext. */
 	if (!encrypt)
 		text += LES_ICV_LEN;
 
 	memcpy(c->nonce, salt, LES_SALT_LEN);
 	memcpy(c->nonce + LES_SALT_LEN, c->iv, LES_IV_LEN);
-
-	err = les_crypt_sgvec(c, skb, c->sg, c->nfrags, prefix_in_skb, span);
-	if (unlikely(err < 0))
-		return err;
 
 	aead_request_set_tfm(c->req, aead);
 	aead_request_set_callback(c->req, 0, done, skb);

@@ -147,7 +147,7 @@ static int les_genl_set_config(struct sk_buff *skb, struct genl_info *info)
 
 		if (!backlog || backlog > LES_PEP_BACKLOG_MAX) {
 			NL_SET_ERR_MSG_ATTR(info->extack, a[LES_A_BACKLOG],
-					    "backlog is 1 to 65536 header zones");
+					    "backlog is 1 to 65536 packets");
 			err = -ERANGE;
 			goto out;
 		}

@@ -3,10 +3,10 @@
  * Opening: an LES packet becomes the inner packet again.
  *
  * L comes first, from one AES block (docs/protocol.md 3.1).  An endpoint
- * opens the payload zone first, because its AAD is the header zone exactly
- * as sent, then the header zone.  Then the checksum and the moved bytes go
- * back into the headers, the headers move 18 bytes back over ICV2 and the
- * checksum field to rejoin the payload, and the ESP part goes:
+ * opens the header zone first (ICV2 covers all that follows it): its
+ * plaintext is the payload zone's AAD.  Then the checksum and the moved
+ * bytes go back into the headers, the headers move 18 bytes back over ICV2
+ * and the checksum field to rejoin the payload, and the ESP part goes:
  *
  *   | ESP IV L nh f e | headers | ICV2 | csum | payload | moved pad pl nh | ICV1 |
  *   ->                               | headers | payload |
@@ -31,8 +31,8 @@ static LES_CRYPTO_DONE(les_input_cb)
 	struct sk_buff *skb = LES_CRYPTO_DATA();
 	struct les_crypt *c = LES_SKB_CB(skb)->tmp;
 
-	if (!err && c->step == LES_STEP_PZ) {
-		c->step = LES_STEP_HZ;
+	if (!err && c->step == LES_STEP_HZ && c->sa->pz_aead) {
+		c->step = LES_STEP_PZ;
 		err = les_crypt_zone(c, skb, false, les_input_cb);
 		if (err == -EINPROGRESS)
 			return;
@@ -284,7 +284,8 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 	c->zone_off = LES_ESP_HDR_LEN;
 	c->hz_len = hz_len;
 	c->pz_len = header_only ? 0 : skb->len - hz_end - LES_ICV_LEN;
-	c->step = header_only ? LES_STEP_HZ : LES_STEP_PZ;
+	/* The header zone first: its plaintext is the payload zone's AAD. */
+	c->step = LES_STEP_HZ;
 	LES_SKB_CB(skb)->tmp = c;
 
 	/* Decryption replaces the bytes; any hardware checksum is stale. */
@@ -293,8 +294,8 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 	err = les_crypt_zone(c, skb, false, les_input_cb);
 	if (err == -EINPROGRESS)
 		return err;
-	if (!err && c->step == LES_STEP_PZ) {
-		c->step = LES_STEP_HZ;
+	if (!err && !header_only) {
+		c->step = LES_STEP_PZ;
 		err = les_crypt_zone(c, skb, false, les_input_cb);
 		if (err == -EINPROGRESS)
 			return err;

@@ -128,7 +128,7 @@ struct les_crypt {
 	u8 iv[LES_IV_LEN];
 	u8 *nonce;			/* salt || IV, aligned for the AEAD */
 	struct aead_request *req;
-	struct scatterlist *sg;		/* nfrags + 1 entries */
+	struct scatterlist *sg;		/* nfrags entries */
 };
 
 struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,

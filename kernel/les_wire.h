@@ -25,7 +25,7 @@
 
 #define LES_BLOB_MAGIC		"LESK"
 #define LES_BLOB_MAGIC_LEN	4
-#define LES_BLOB_VERSION	2
+#define LES_BLOB_VERSION	3
 #define LES_BLOB_HDR_LEN	12	/* magic, version, role, key_len, flags, pep_id */
 #define LES_SALT_LEN		4	/* GCM nonce salt after each AES key */
 #define LES_KP_LEN		32	/* PEP-origin seed of an endpoint blob */
@@ -91,8 +91,8 @@ bool les_blob_is_les(const __u8 *key, size_t len);
 
 /* ---- Key derivation (HKDF-SHA256, RFC 5869; sections 2.1 and 6) ------- */
 
-#define LES_KDF_ZONE_SALT	"LES v2 zone"
-#define LES_KDF_PEP_ORIGIN_SALT	"LES v2 pep-origin"
+#define LES_KDF_ZONE_SALT	"LES v3 zone"
+#define LES_KDF_PEP_ORIGIN_SALT	"LES v3 pep-origin"
 #define LES_ZONE_HEADER		0x48	/* 'H' */
 #define LES_ZONE_PAYLOAD	0x50	/* 'P' */
 #define LES_KDF_ZONE_INFO_LEN	6	/* zone, SPI, dir */

@@ -81,8 +81,8 @@ static void les_output_done(struct sk_buff *skb, int err)
 	struct les_crypt *c = LES_SKB_CB(skb)->tmp;
 	struct xfrm_state *x = c->sa->x;
 
-	if (!err && c->step == LES_STEP_HZ && c->sa->pz_aead) {
-		c->step = LES_STEP_PZ;
+	if (!err && c->step == LES_STEP_PZ) {
+		c->step = LES_STEP_HZ;
 		err = les_crypt_zone(c, skb, true, les_output_cb);
 		if (err == -EINPROGRESS)
 			return;
@@ -361,7 +361,8 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	c->hz_len = LES_HZ_DESC_LEN + hdrs;
 	c->pz_len = header_only ? 0 : LES_CSUM_LEN + total - hdrs +
 				      plan.moved_len + 2;
-	c->step = LES_STEP_HZ;
+	/* The payload zone first: ICV2 covers its ciphertext and ICV1. */
+	c->step = header_only ? LES_STEP_HZ : LES_STEP_PZ;
 	LES_SKB_CB(skb)->tmp = c;
 	if (src_nfrags) {
 		err = les_output_repage(x, skb, c);
@@ -379,8 +380,8 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	err = les_crypt_zone(c, skb, true, les_output_cb);
 	if (err == -EINPROGRESS)
 		return err;
-	if (!err && sa->pz_aead) {
-		c->step = LES_STEP_PZ;
+	if (!err && c->step == LES_STEP_PZ) {
+		c->step = LES_STEP_HZ;
 		err = les_crypt_zone(c, skb, true, les_output_cb);
 		if (err == -EINPROGRESS)
 			return err;

@@ -152,19 +152,23 @@ struct les_pep_op {
 	struct les_pep_outer outer;
 	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 6 + L */
 	u8 nonce[LES_NONCE_LEN];
-	u8 buf[];			/* SPI | SeqLo | IV | header zone | ICV2 */
+	/*
+	 * The ESP packet, reordered as the AEAD reads it: the header zone's
+	 * AAD (SPI, SeqLo, IV, then all that follows ICV2), the zone, ICV2.
+	 */
+	u8 buf[];
 };
 
-/* The bytes of @op's copy: the header zone's AAD, the zone and ICV2. */
-static unsigned int les_pep_op_len(const struct les_pep_op *op)
+/* Where the header zone sits in @op's copy: after the whole AAD. */
+static u8 *les_pep_op_hz(const struct les_pep_op *op)
 {
-	return LES_HZ_AAD_LEN + op->hz_len + LES_ICV_LEN;
+	return (u8 *)op->buf + op->esp_len - op->hz_len - LES_ICV_LEN;
 }
 
 /* What the opened header zone says, into @pkt; 0 or the counter of why not. */
 static int les_pep_parse(const struct les_pep_op *op, struct les_pep_pkt *pkt)
 {
-	const u8 *hz = op->buf + LES_HZ_AAD_LEN;
+	const u8 *hz = les_pep_op_hz(op);
 	bool tunnel = op->x->props.mode == XFRM_MODE_TUNNEL;
 	u8 nexthdr = hz[LES_HZ_NH], flags = hz[LES_HZ_FLAGS];
 
@@ -290,7 +294,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		struct les_replay *replay = les_sa_replay(op->sa, x);
 
 		seq = les_replay_seq(replay,
-				     les_get_be16(op->buf + LES_HZ_AAD_LEN + LES_HZ_EPOCH),
+				     les_get_be16(les_pep_op_hz(op) + LES_HZ_EPOCH),
 				     les_get_be32(op->buf + 4));
 		if (!les_replay_check(replay, seq)) {
 			x->stats.replay++;
@@ -377,22 +381,28 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 out:
 	xfrm_state_put(x);
 	/* The opened headers are the only plaintext here: no need to wipe more. */
-	memzero_explicit(op->buf, les_pep_op_len(op));
+	memzero_explicit(les_pep_op_hz(op), op->hz_len);
 	kfree(op);
 }
 
-/* Open one copy in place with @req, waiting if the AEAD completes later. */
+/*
+ * Open one copy's header zone in place with @req, waiting if the AEAD
+ * completes later.  Its AAD is SPI, SeqLo and IV, then the payload zone and
+ * ICV1 (docs/protocol.md 3.1): what ICV2 vouches for is the whole packet,
+ * so nothing its sender did not seal is read, or ACKed early.
+ */
 static int les_pep_open(struct les_pep_op *op, struct aead_request *req)
 {
 	DECLARE_CRYPTO_WAIT(wait);
 	struct scatterlist sg;
 
-	sg_init_one(&sg, op->buf, les_pep_op_len(op));
+	/* One run: GCM implementations read a contiguous AAD in place. */
+	sg_init_one(&sg, op->buf, op->esp_len);
 	aead_request_set_tfm(req, op->sa->hz_aead);
 	aead_request_set_callback(req, CRYPTO_TFM_REQ_MAY_BACKLOG |
 				  CRYPTO_TFM_REQ_MAY_SLEEP, crypto_req_done, &wait);
 	aead_request_set_crypt(req, &sg, &sg, op->hz_len + LES_ICV_LEN, op->nonce);
-	aead_request_set_ad(req, LES_HZ_AAD_LEN);
+	aead_request_set_ad(req, op->esp_len - op->hz_len - LES_ICV_LEN);
 	return crypto_wait_req(crypto_aead_decrypt(req), &wait);
 }
 
@@ -416,6 +426,8 @@ static void les_pep_opener(struct work_struct *work)
 	spin_lock_bh(&pn->backlog_lock);
 	list_splice_init(&pn->backlog, &batch);
 	WRITE_ONCE(pn->backlog_len, 0);
+	/* The batch is counted no more: at most twice the cap stays. */
+	WRITE_ONCE(pn->backlog_bytes, 0);
 	spin_unlock_bh(&pn->backlog_lock);
 
 	/* New flows are the namespace's memory, not the worker's. */
@@ -454,7 +466,7 @@ static unsigned int les_pep_backlog_max(struct les_pep_net *pn)
 }
 
 /*
- * Copy the header zone of @skb out for the pep-view SA @x and queue it for
+ * Copy the ESP packet of @skb out for the pep-view SA @x and queue it for
  * the opener.  Returns 0 (the op owns @x's reference now), or the counter
  * that says why the packet cannot be read.  With @take, the op takes the
  * packet too (the hook then returns NF_STOLEN): the acceleration engine
@@ -489,11 +501,15 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 
 	/* Full already: spare the allocation and the copy (checked again below). */
 	backlog_max = les_pep_backlog_max(pn);
-	if (READ_ONCE(pn->backlog_len) >= backlog_max)
+	queued = READ_ONCE(pn->backlog_len);
+	if (queued >= backlog_max ||
+	    (queued && READ_ONCE(pn->backlog_bytes) + esp_len >
+		       backlog_max * LES_PEP_BACKLOG_BYTES_PER))
 		return LES_STAT_PEP_BACKLOG_FULL;
 
 	old_memcg = set_active_memcg(pn->memcg);
-	op = kmalloc(struct_size(op, buf, hz_end), GFP_ATOMIC | __GFP_ACCOUNT);
+	op = kmalloc(struct_size(op, buf, esp_len),
+		     GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	set_active_memcg(old_memcg);
 	if (!op)
 		return LES_STAT_PEP_ERRORS;
@@ -509,8 +525,12 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	op->skb_len = skb->len;
 	op->hz_len = hz_len;
 
-	/* SPI, SeqLo and IV are the AAD, the zone and ICV2 follow: one copy. */
-	if (skb_copy_bits(skb, outer->esp_off, op->buf, hz_end)) {
+	/* ICV2 covers the whole packet: a copy of it, in the AEAD's order. */
+	if (skb_copy_bits(skb, outer->esp_off, op->buf, LES_HZ_AAD_LEN) ||
+	    skb_copy_bits(skb, outer->esp_off + hz_end, op->buf + LES_HZ_AAD_LEN,
+			  esp_len - hz_end) ||
+	    skb_copy_bits(skb, outer->esp_off + LES_HZ_OFF, les_pep_op_hz(op),
+			  hz_len + LES_ICV_LEN)) {
 		kfree(op);
 		return LES_STAT_PEP_MALFORMED;
 	}
@@ -518,7 +538,11 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	memcpy(op->nonce + LES_SALT_LEN, op->buf + LES_ESP_HDR_LEN, LES_IV_LEN);
 
 	spin_lock(&pn->backlog_lock);
-	if (pn->backlog_len >= backlog_max) {
+	/* One packet always fits, whatever its size. */
+	BUILD_BUG_ON(LES_PEP_BACKLOG_MAX * LES_PEP_BACKLOG_BYTES_PER > UINT_MAX / 2);
+	if (pn->backlog_len >= backlog_max ||
+	    (pn->backlog_len && pn->backlog_bytes + esp_len >
+				backlog_max * LES_PEP_BACKLOG_BYTES_PER)) {
 		spin_unlock(&pn->backlog_lock);
 		kfree(op);
 		return LES_STAT_PEP_BACKLOG_FULL;
@@ -540,6 +564,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	list_add_tail(&op->node, &pn->backlog);
 	queued = pn->backlog_len + 1;
 	WRITE_ONCE(pn->backlog_len, queued);
+	WRITE_ONCE(pn->backlog_bytes, pn->backlog_bytes + esp_len);
 	spin_unlock(&pn->backlog_lock);
 	/* A packet waits for the opener: wake it now. */
 	if (*taken) {
@@ -714,6 +739,19 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 		uh = skb_header_pointer(skb, outer.esp_off, sizeof(_uh), &_uh);
 		if (!uh || (uh->dest != port && uh->source != port))
 			return NF_ACCEPT;
+		/*
+		 * Only what the receiver's UDP takes whole: ICV2 would vouch
+		 * for bytes a short length cuts off, or a bad checksum drops
+		 * (0 is none over IPv4, RFC 768), and a copy held would fail
+		 * there with every resend.
+		 */
+		if (ntohs(uh->len) != skb->len - outer.esp_off ||
+		    ((uh->check || outer.family == AF_INET6) &&
+		     nf_checksum(skb, state->hook, outer.esp_off, IPPROTO_UDP,
+				 outer.family))) {
+			les_stat_inc(pn->net, LES_STAT_PEP_MALFORMED);
+			return NF_ACCEPT;
+		}
 		/* RFC 3948: a zero SPI here is IKE's non-ESP marker. */
 		outer.esp_off += sizeof(*uh);
 		outer.udp = true;
@@ -759,6 +797,7 @@ static int __net_init les_pep_net_init(struct net *net)
 	spin_lock_init(&pn->backlog_lock);
 	INIT_LIST_HEAD(&pn->backlog);
 	pn->backlog_len = 0;
+	pn->backlog_bytes = 0;
 	pn->backlog_max = LES_PEP_BACKLOG_DEFAULT;
 	INIT_DELAYED_WORK(&pn->opener, les_pep_opener);
 	pn->pep_mark = LES_PEP_MARK_DEFAULT;

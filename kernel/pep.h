@@ -26,9 +26,15 @@
 #define LES_PEP_IDLE_TIMEOUT_DEFAULT	300		/* seconds */
 #define LES_PEP_IDLE_TIMEOUT_MAX	86400
 #define LES_PEP_ENCAP_PORT_DEFAULT	4500
-#define LES_PEP_BACKLOG_DEFAULT		1024	/* header zones */
+#define LES_PEP_BACKLOG_DEFAULT		1024	/* packets */
 #define LES_PEP_BACKLOG_MAX		65536
-#define LES_PEP_BATCH			64	/* header zones that wake the opener */
+/*
+ * Bytes of packets the backlog holds, per packet it may hold: a full-size
+ * packet each, and no more whatever their size (reassembled ones reach
+ * 64 KiB).
+ */
+#define LES_PEP_BACKLOG_BYTES_PER	2048
+#define LES_PEP_BATCH			64	/* packets that wake the opener */
 
 /* An endpoint of a flow: inner address and port. */
 struct les_flow_end {
@@ -155,10 +161,11 @@ struct les_pep_net {
 	u32 pep_mark;
 	u16 encap_port;
 	struct nf_hook_ops ops[2];
-	/* Header zones copied by the hook, waiting for the opener. */
+	/* Packets copied by the hook, waiting for the opener. */
 	spinlock_t backlog_lock;
 	struct list_head backlog;
 	unsigned int backlog_len, backlog_max;
+	unsigned int backlog_bytes;	/* their ESP bytes */
 	struct delayed_work opener;
 	struct les_flow_table flows;
 	struct les_accel_net accel;

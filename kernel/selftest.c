@@ -50,9 +50,11 @@ static int les_selftest_blob(void)
 
 	CHECK(les_blob_parse(blob, len - 1, &p) == LES_BLOB_ERR_LENGTH);
 	CHECK(les_blob_parse(blob, 11, &p) == LES_BLOB_ERR_SHORT);
-	blob[4] = 1;		/* version 1 is gone */
+	blob[4] = 1;		/* versions 1 and 2 are gone */
 	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_VERSION);
 	blob[4] = 2;
+	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_VERSION);
+	blob[4] = LES_BLOB_VERSION;
 	blob[5] = 9;
 	CHECK(les_blob_parse(blob, len, &p) == LES_BLOB_ERR_ROLE);
 	blob[5] = LES_ROLE_PEP_VIEW;

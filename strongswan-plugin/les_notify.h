@@ -21,7 +21,7 @@
 /* Layout of the notify data, bumped only if the 4-byte header changes. */
 #define LES_NOTIFY_FORMAT	1
 /* The LES wire and key blob version this plugin speaks (protocol.md). */
-#define LES_NOTIFY_VERSION	2
+#define LES_NOTIFY_VERSION	3
 #define LES_NOTIFY_HDR_LEN	4
 #define LES_NOTIFY_ATTR_HDR_LEN	4
 

@@ -44,7 +44,7 @@ typedef struct {
 static les_sa_row_t *rows;
 static guint n_rows;
 
-static const guint8 label_zone[] = "LES v2 zone";
+static const guint8 label_zone[] = "LES v3 zone";
 
 /* Section 1; NULL if @hex is a blob, else why not. */
 static const char *blob_parse(const char *hex, struct les_blob *b)
@@ -66,8 +66,8 @@ static const char *blob_parse(const char *hex, struct les_blob *b)
 		err = "not an LES blob (no LESK magic)";
 		goto out;
 	}
-	if (p[4] != 2) {
-		err = "blob version is not 2";
+	if (p[4] != 3) {
+		err = "blob version is not 3";
 		goto out;
 	}
 	memset(b, 0, sizeof(*b));

@@ -280,7 +280,7 @@ static gboolean open_payload(tvbuff_t *tvb, packet_info *pinfo,
 	guint pz_off = LES_MIN_PACKET + l, pz_len = len - pz_off - LES_ICV_LEN;
 	guint8 nh = hz[2], flags = hz[3], *pt, *inner;
 	guint aad_len, esn, pad, moved = 0, body, t = tcp_off(nh), i;
-	guint8 *aad = wmem_alloc(pinfo->pool, 12 + 8 + 6 + l + LES_ICV_LEN);
+	guint8 *aad = wmem_alloc(pinfo->pool, 12 + 8 + 6 + l);
 	const guint8 *h = hz + LES_HZ_DESC;
 	const char *why;
 	proto_tree *pz_tree;
@@ -301,8 +301,8 @@ static gboolean open_payload(tvbuff_t *tvb, packet_info *pinfo,
 		aad_len += 4;
 		memcpy(aad + aad_len, esp + 8, 8);
 		aad_len += 8;
-		memcpy(aad + aad_len, esp + LES_HZ_OFF, LES_HZ_DESC + l + LES_ICV_LEN);
-		aad_len += LES_HZ_DESC + l + LES_ICV_LEN;
+		memcpy(aad + aad_len, hz, LES_HZ_DESC + l);	/* plaintext */
+		aad_len += LES_HZ_DESC + l;
 		if (les_gcm_open(pz, esp + 8, aad, aad_len, esp + pz_off, pz_len, pt))
 			break;
 	}
@@ -390,12 +390,12 @@ static gboolean open_payload(tvbuff_t *tvb, packet_info *pinfo,
 static int dissect_les_esp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
 			   const struct les_blob **blobs, guint n)
 {
-	guint len = tvb_reported_length(tvb), l = 0, i, pz_off, pz_len;
+	guint len = tvb_reported_length(tvb), l = 0, i, pz_off, pz_len, rest;
 	const struct les_blob *opened = NULL;
 	struct les_zone_key hz_key, pz_key;
 	proto_tree *les_tree, *hz_tree;
 	const guint8 *esp;
-	guint8 *hz = NULL;
+	guint8 *hz = NULL, *hz_aad;
 	proto_item *ti, *hz_item;
 	tvbuff_t *hz_tvb, *hdr_tvb;
 	guint32 spi, seq;
@@ -431,7 +431,12 @@ static int dissect_les_esp(tvbuff_t *tvb, packet_info *pinfo, proto_tree *tree,
 		    l > LES_HDRS_MAX || LES_MIN_PACKET + l > len)
 			continue;
 		hz = wmem_alloc(pinfo->pool, LES_HZ_DESC + l);
-		if (les_gcm_open(&hz_key, esp + 8, esp, LES_HZ_OFF,
+		/* ICV2 covers SPI, SeqLo, IV and all after it (3.1). */
+		rest = len - LES_MIN_PACKET - l;
+		hz_aad = wmem_alloc(pinfo->pool, LES_HZ_OFF + rest);
+		memcpy(hz_aad, esp, LES_HZ_OFF);
+		memcpy(hz_aad + LES_HZ_OFF, esp + LES_MIN_PACKET + l, rest);
+		if (les_gcm_open(&hz_key, esp + 8, hz_aad, LES_HZ_OFF + rest,
 				 esp + LES_HZ_OFF, LES_HZ_DESC + l, hz))
 			opened = blobs[i];
 	}

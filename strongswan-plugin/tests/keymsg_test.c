@@ -154,7 +154,7 @@ static void test_codec(chunk_t ep)
 		  "parse back field for field");
 	les_keymsg_clear(&back);
 
-	check(refused(data, 1, 3, FALSE), "another version is refused");
+	check(refused(data, 1, 2, FALSE), "another version (wire format 2) is refused");
 	check(refused(data, sa0 + 2, 5, FALSE), "an address family not 4 or 6 is refused");
 	check(refused(data, sa0 + 1, 0x09, FALSE), "an unknown SA flag is refused");
 	check(one_sa_refused(ep, 0xc0000001, 4500, 0),

@@ -2,9 +2,9 @@
 /*
  * What a PEP's header-zone check costs per packet, natively (OpenSSL EVP,
  * keyed once as an SA is): GCM open of a 58-byte header zone (IPv4 and TCP
- * with timestamps) with wire format 2's 16-byte AAD, against the same with
- * the payload zone and ICV1 in the AAD too, which a PEP would check if ICV2
- * covered them (docs/benchmarks.md 3).  Blocks of each alternate, and the
+ * with timestamps) with wire format 2's 16-byte AAD, against wire format
+ * 3's, which holds the payload zone and ICV1 too (docs/protocol.md 3.1,
+ * docs/benchmarks.md 3).  Blocks of each alternate, and the
  * medians are printed, so that a loaded host skews both alike.
  *
  *   cc -O2 -o /tmp/pep_verify_cost tests/bench/pep_verify_cost.c -lcrypto

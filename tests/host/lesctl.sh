@@ -1,5 +1,5 @@
 #!/bin/bash
-# lesctl as scripts use it: v2 blobs (docs/protocol.md sections 1, 2.1, 6),
+# lesctl as scripts use it: v3 blobs (docs/protocol.md sections 1, 2.1, 6),
 # output, JSON and exit codes, and lesctl's derivations against two Python
 # references: a textbook HKDF written here, and tools/lescodec.
 set -u
@@ -29,17 +29,17 @@ for kl in 16 24 32; do
 	case $kl in 16) ep=84 other=32 ;; 24) ep=100 other=40 ;; 32) ep=116 other=48 ;; esac
 	b=$($L blob create endpoint keylen $kl)
 	check "keylen $kl: an endpoint blob is $ep bytes" '[ "$(nbytes $b)" = $ep ] && [ "${b:0:2}" = 0x ]'
-	check "keylen $kl: endpoint header LESK 2 1 $kl, flags 0, pep_id 0" \
-		'[ "$(hdr $b)" = "4c45534b0201$(printf %02x $kl)0000000000" ]'
+	check "keylen $kl: endpoint header LESK 3 1 $kl, flags 0, pep_id 0" \
+		'[ "$(hdr $b)" = "4c45534b0301$(printf %02x $kl)0000000000" ]'
 	b=$($L blob create pep-view keylen $kl)
 	check "keylen $kl: a pep-view blob is $other bytes" '[ "$(nbytes $b)" = $other ]'
-	check "keylen $kl: pep-view header" '[ "$(hdr $b)" = "4c45534b0202$(printf %02x $kl)0000000000" ]'
+	check "keylen $kl: pep-view header" '[ "$(hdr $b)" = "4c45534b0302$(printf %02x $kl)0000000000" ]'
 	b=$($L blob create pep-origin-in keylen $kl pep-id 7)
 	check "keylen $kl: a pep-origin-in blob is $other bytes, pep_id 7" \
-		'[ "$(nbytes $b)" = $other ] && [ "$(hdr $b)" = "4c45534b0203$(printf %02x $kl)0000000007" ]'
+		'[ "$(nbytes $b)" = $other ] && [ "$(hdr $b)" = "4c45534b0303$(printf %02x $kl)0000000007" ]'
 	b=$($L blob create pep-origin-out keylen $kl pep-id 0xfffffffe)
 	check "keylen $kl: a pep-origin-out blob is $other bytes, pep_id 0xfffffffe" \
-		'[ "$(nbytes $b)" = $other ] && [ "$(hdr $b)" = "4c45534b0204$(printf %02x $kl)00fffffffe" ]'
+		'[ "$(nbytes $b)" = $other ] && [ "$(hdr $b)" = "4c45534b0304$(printf %02x $kl)00fffffffe" ]'
 done
 check "keylen defaults to 32" '[ "$(nbytes $($L blob create endpoint))" = 116 ]'
 
@@ -48,18 +48,18 @@ k1=$(fill 32 09)00000009
 kp=$(fill 32 0b)
 blob=$($L blob create endpoint k2 $k2 k1 $k1 kp $kp)
 check "an endpoint blob carries K2, K1, KP in that order" \
-	'[ "$blob" = "0x4c45534b0201200000000000$k2$k1$kp" ]'
+	'[ "$blob" = "0x4c45534b0301200000000000$k2$k1$kp" ]'
 blob_r=$($L blob create endpoint dir r2i k2 $k2 k1 $k1 kp $kp)
 check "dir r2i sets flag bit 0 and nothing else changes" \
-	'[ "$blob_r" = "0x4c45534b0201200100000000$k2$k1$kp" ]'
+	'[ "$blob_r" = "0x4c45534b0301200100000000$k2$k1$kp" ]'
 check "dir i2r is the default" '[ "$($L blob create endpoint dir i2r k2 $k2 k1 $k1 kp $kp)" = "$blob" ]'
-check "a pep-view blob carries K2" '[ "$($L blob create pep-view k2 $k2 dir r2i)" = "0x4c45534b0202200100000000$k2" ]'
+check "a pep-view blob carries K2" '[ "$($L blob create pep-view k2 $k2 dir r2i)" = "0x4c45534b0302200100000000$k2" ]'
 ko16=$(fill 20 5a)
 check "a pep-origin blob carries KO, keylen 16" \
-	'[ "$($L blob create pep-origin-out keylen 16 ko $ko16 pep-id 258)" = "0x4c45534b0204100000000102$ko16" ]'
+	'[ "$($L blob create pep-origin-out keylen 16 ko $ko16 pep-id 258)" = "0x4c45534b0304100000000102$ko16" ]'
 check "arguments in any order (keylen after the root)" \
-	'[ "$($L blob create pep-view k2 $(fill 28 11) keylen 24)" = "0x4c45534b0202180000000000$(fill 28 11)" ]'
-check "0X and upper-case hex are read" '[ "$($L blob create pep-view k2 0X${k2^^})" = "0x4c45534b0202200000000000$k2" ]'
+	'[ "$($L blob create pep-view k2 $(fill 28 11) keylen 24)" = "0x4c45534b0302180000000000$(fill 28 11)" ]'
+check "0X and upper-case hex are read" '[ "$($L blob create pep-view k2 0X${k2^^})" = "0x4c45534b0302200000000000$k2" ]'
 check "random keys differ" '[ "$($L blob create pep-view)" != "$($L blob create pep-view)" ]'
 r=$($L blob create endpoint)
 check "a random endpoint blob has K1 != K2 and a KP" \
@@ -73,18 +73,18 @@ check "an endpoint whose K1 key equals its K2 key (other salts) is refused: exit
 check "equal salts with different keys are fine" '[ "$(rc blob create endpoint k2 ${k2:0:64}00000001 k1 ${k1:0:64}00000001)" = 0 ]'
 j=$($L -j blob create pep-origin-in keylen 24 dir r2i pep-id 9)
 check "-j blob create is JSON with role, keylen, dir, pep_id, length and the blob" \
-	'echo "$j" | $PY -c "import json,sys; d = json.load(sys.stdin); assert (d[\"role\"], d[\"keylen\"], d[\"dir\"], d[\"pep_id\"], d[\"length\"]) == (\"pep-origin-in\", 24, \"r2i\", 9, 40), d; assert d[\"blob\"].startswith(\"0x4c45534b02031801\")"'
+	'echo "$j" | $PY -c "import json,sys; d = json.load(sys.stdin); assert (d[\"role\"], d[\"keylen\"], d[\"dir\"], d[\"pep_id\"], d[\"length\"]) == (\"pep-origin-in\", 24, \"r2i\", 9, 40), d; assert d[\"blob\"].startswith(\"0x4c45534b03031801\")"'
 
 # ---- blob show ----------------------------------------------------------
 check "blob show: role, keylen, dir, pep-id, length, material" \
-	'[ "$($L blob show $blob)" = "LES blob v2 role endpoint keylen 32 dir i2r pep-id 0 length 116 material k2 k1 kp" ]'
+	'[ "$($L blob show $blob)" = "LES blob v3 role endpoint keylen 32 dir i2r pep-id 0 length 116 material k2 k1 kp" ]'
 check "blob show: dir r2i" '$L blob show $blob_r | grep -q " dir r2i "'
 check "blob show: a pep-view blob carries k2" '$L blob show $($L blob create pep-view keylen 16) | grep -q "keylen 16 dir i2r pep-id 0 length 32 material k2$"'
 check "blob show: a pep-origin blob carries its pep-id and ko" \
 	'$L blob show $($L blob create pep-origin-in keylen 16 pep-id 7) | grep -q "role pep-origin-in keylen 16 dir i2r pep-id 7 length 32 material ko$"'
 check "blob show never prints key bytes" '! $L blob show $blob | grep -q "$kp" && ! $L -j blob show $blob | grep -q "${k2:60}"'
 check "-j blob show is JSON" \
-	'$L -j blob show $blob_r | $PY -c "import json,sys; d = json.load(sys.stdin); assert d == {\"version\": 2, \"role\": \"endpoint\", \"keylen\": 32, \"dir\": \"r2i\", \"pep_id\": 0, \"length\": 116, \"material\": [\"k2\", \"k1\", \"kp\"]}, d"'
+	'$L -j blob show $blob_r | $PY -c "import json,sys; d = json.load(sys.stdin); assert d == {\"version\": 3, \"role\": \"endpoint\", \"keylen\": 32, \"dir\": \"r2i\", \"pep_id\": 0, \"length\": 116, \"material\": [\"k2\", \"k1\", \"kp\"]}, d"'
 
 # ---- refusals of malformed blobs: exit 1, les_blob_strerror's reason -----
 v1=0x4c45534b0101200000000000$k2$k1
@@ -92,19 +92,20 @@ while read -r what hex why; do
 	out=$($L blob show "$hex" 2>&1); r=$?
 	check "blob show refuses $what: exit 1 ($why)" '[ $r -eq 1 ] && echo "$out" | grep -q "$why"'
 done <<EOF
-a-short-blob 0x4c45534b02 shorter
+a-short-blob 0x4c45534b03 shorter
 a-bad-magic 0x4c45534c0202200000000000$k2 magic
 a-version-1-blob $v1 version
-role-5 0x4c45534b0205200000000000$k2 role
-keylen-20 0x4c45534b0202140000000000$k2 length.must
-flags-0x02 0x4c45534b0202200200000000$k2 flags
-a-pep-id-on-pep-view 0x4c45534b0202200000000001$k2 pep_id
-pep-id-0-on-pep-origin-in 0x4c45534b0203200000000000$k2 pep_id
-a-blob-one-byte-long 0x4c45534b0202200000000000${k2}00 length
-an-endpoint-without-kp 0x4c45534b0201200000000000$k2$k1 length
-same-K1-and-K2-keys 0x4c45534b0201200000000000$k2s$k1s$kp same.key
-not-hex 0x4c45534b02zz not.hex
-odd-hex 0x4c45534b020 not.hex
+a-version-2-blob 0x4c45534b0201200000000000$k2$k1$kp version
+role-5 0x4c45534b0305200000000000$k2 role
+keylen-20 0x4c45534b0302140000000000$k2 length.must
+flags-0x02 0x4c45534b0302200200000000$k2 flags
+a-pep-id-on-pep-view 0x4c45534b0302200000000001$k2 pep_id
+pep-id-0-on-pep-origin-in 0x4c45534b0303200000000000$k2 pep_id
+a-blob-one-byte-long 0x4c45534b0302200000000000${k2}00 length
+an-endpoint-without-kp 0x4c45534b0301200000000000$k2$k1 length
+same-K1-and-K2-keys 0x4c45534b0301200000000000$k2s$k1s$kp same.key
+not-hex 0x4c45534b03zz not.hex
+odd-hex 0x4c45534b030 not.hex
 EOF
 check "blob derive and zone-key refuse a malformed blob too (exit 1)" \
 	'[ "$(rc blob derive $v1 pep-id 1)" = 1 ] && [ "$(rc blob zone-key $v1 spi 1)" = 1 ]'
@@ -112,18 +113,18 @@ check "blob derive and zone-key refuse a malformed blob too (exit 1)" \
 # ---- blob derive ---------------------------------------------------------
 view=$($L blob derive $blob)
 check "blob derive with no pep-id prints the pep-view blob only" \
-	'[ "$view" = "pep-view 0x4c45534b0202200000000000$k2" ]'
+	'[ "$view" = "pep-view 0x4c45534b0302200000000000$k2" ]'
 d=$($L blob derive $blob_r pep-id 7 pep-id 0x10000)
 mapfile -t lines <<<"$d"
 check "blob derive: pep-view, then in and out per pep-id, in order" \
-	'[ ${#lines[@]} = 5 ] && [ "${lines[0]}" = "pep-view 0x4c45534b0202200100000000$k2" ] &&
-	 [ "${lines[1]:0:37}" = "pep-origin-in pep-id 7 0x4c45534b0203" ] &&
-	 [ "${lines[2]:0:38}" = "pep-origin-out pep-id 7 0x4c45534b0204" ] &&
-	 [ "${lines[3]:0:41}" = "pep-origin-in pep-id 65536 0x4c45534b0203" ] &&
-	 [ "${lines[4]:0:42}" = "pep-origin-out pep-id 65536 0x4c45534b0204" ]'
+	'[ ${#lines[@]} = 5 ] && [ "${lines[0]}" = "pep-view 0x4c45534b0302200100000000$k2" ] &&
+	 [ "${lines[1]:0:37}" = "pep-origin-in pep-id 7 0x4c45534b0303" ] &&
+	 [ "${lines[2]:0:38}" = "pep-origin-out pep-id 7 0x4c45534b0304" ] &&
+	 [ "${lines[3]:0:41}" = "pep-origin-in pep-id 65536 0x4c45534b0303" ] &&
+	 [ "${lines[4]:0:42}" = "pep-origin-out pep-id 65536 0x4c45534b0304" ]'
 in7=${lines[1]##* }; out7=${lines[2]##* }; in64k=${lines[3]##* }
 check "derived pep-origin blobs: keylen, dir and pep_id of the header" \
-	'[ "$(hdr $in7)" = 4c45534b0203200100000007 ] && [ "$(hdr $in64k)" = 4c45534b0203200100010000 ]'
+	'[ "$(hdr $in7)" = 4c45534b0303200100000007 ] && [ "$(hdr $in64k)" = 4c45534b0303200100010000 ]'
 check "derived pep-origin-in and -out of one PEP share the KO root" '[ "${in7:26}" = "${out7:26}" ] && [ $(nbytes $in7) = 48 ]'
 check "derived KO roots differ per PEP" '[ "${in7:26}" != "${in64k:26}" ]'
 check "derived KO roots differ per direction" \
@@ -180,13 +181,13 @@ assert hkdf(bytes(range(13)), b"\x0b" * 22, bytes(range(0xf0, 0xfa)), 42).hex() 
 blob_r, in7, in64k, z, blob = sys.argv[1:]
 ep = bytes.fromhex(blob_r[2:])
 kl, kp = ep[6], ep[12 + 72:]
-assert in7[2 + 24:] == hkdf(b"LES v2 pep-origin", kp, (7).to_bytes(4, "big") + b"\x01", kl + 4).hex()
-assert in64k[2 + 24:] == hkdf(b"LES v2 pep-origin", kp, (65536).to_bytes(4, "big") + b"\x01", kl + 4).hex()
+assert in7[2 + 24:] == hkdf(b"LES v3 pep-origin", kp, (7).to_bytes(4, "big") + b"\x01", kl + 4).hex()
+assert in64k[2 + 24:] == hkdf(b"LES v3 pep-origin", kp, (65536).to_bytes(4, "big") + b"\x01", kl + 4).hex()
 ep = bytes.fromhex(blob[2:])
 k2, k1 = ep[12:48], ep[48:84]
 want = "header 0x%s\npayload 0x%s" % (
-    hkdf(b"LES v2 zone", k2, b"H" + (0x1000).to_bytes(4, "big") + b"\x00", 36).hex(),
-    hkdf(b"LES v2 zone", k1, b"P" + (0x1000).to_bytes(4, "big") + b"\x00", 36).hex())
+    hkdf(b"LES v3 zone", k2, b"H" + (0x1000).to_bytes(4, "big") + b"\x00", 36).hex(),
+    hkdf(b"LES v3 zone", k1, b"P" + (0x1000).to_bytes(4, "big") + b"\x00", 36).hex())
 assert z == want, (z, want)
 print("same")
 EOF

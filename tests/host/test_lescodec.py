@@ -1,5 +1,5 @@
 """Host unit tests of the reference codec (tools/lescodec) against
-docs/protocol.md, wire format version 2.
+docs/protocol.md, wire format version 3.
 Run: cd /work/main && python3 -m pytest -q tests/host/test_lescodec.py"""
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def all_blobs(keylen, r2i):
 def test_blob_round_trip(keylen, r2i):
     lens = {16: (84, 32), 24: (100, 40), 32: (116, 48)}[keylen]
     for role, raw in all_blobs(keylen, r2i).items():
-        assert raw[:4] == b"LESK" and raw[4] == 2 and raw[5] == role
+        assert raw[:4] == b"LESK" and raw[4] == 3 and raw[5] == role
         assert raw[6] == keylen and raw[7] == (1 if r2i else 0)
         assert len(raw) == (lens[0] if role == B.Role.ENDPOINT else lens[1])
         b = B.parse_blob(raw)
@@ -144,9 +144,9 @@ def test_blob_round_trip(keylen, r2i):
 
 
 def test_blob_constants_and_roles():
-    assert B.VERSION == 2 and B.FLAG_R2I == 1 and B.KP_LEN == 32
-    assert B.ZONE_SALT == b"LES v2 zone"
-    assert B.PEP_ORIGIN_SALT == b"LES v2 pep-origin"
+    assert B.VERSION == 3 and B.FLAG_R2I == 1 and B.KP_LEN == 32
+    assert B.ZONE_SALT == b"LES v3 zone"
+    assert B.PEP_ORIGIN_SALT == b"LES v3 pep-origin"
     assert [int(r) for r in B.Role] == [1, 2, 3, 4]
     for r in B.Role:
         assert B.Role.parse(r.label) == r == B.Role.parse(int(r))
@@ -183,7 +183,8 @@ BAD = [
     ("magic-short", b"XESK" + GOOD[4:11], B.BlobShortError),
     ("version0", _set(GOOD, 4, 0), B.BlobVersionError),
     ("version1", _set(GOOD, 4, 1), B.BlobVersionError),
-    ("version3", _set(GOOD, 4, 3), B.BlobVersionError),
+    ("version2", _set(GOOD, 4, 2), B.BlobVersionError),
+    ("version4", _set(GOOD, 4, 4), B.BlobVersionError),
     ("role0", _set(GOOD, 5, 0), B.BlobRoleError),
     ("role5", _set(GOOD, 5, 5), B.BlobRoleError),
     ("keylen0", _set(GOOD, 6, 0), B.BlobKeyLenError),
@@ -281,9 +282,9 @@ def test_zone_key(keylen):
     root = K2[keylen]
     k = B.zone_key(root, b"H", 0x01020304, False)
     assert len(k) == keylen + 4
-    assert k == hkdf_ref(b"LES v2 zone", root, b"H\x01\x02\x03\x04\x00", keylen + 4)
+    assert k == hkdf_ref(b"LES v3 zone", root, b"H\x01\x02\x03\x04\x00", keylen + 4)
     assert B.zone_key(root, b"P", 0x01020304, True) == \
-        hkdf_ref(b"LES v2 zone", root, b"P\x01\x02\x03\x04\x01", keylen + 4)
+        hkdf_ref(b"LES v3 zone", root, b"P\x01\x02\x03\x04\x01", keylen + 4)
     variants = {B.zone_key(root, z, spi, d) for z in (b"H", b"P")
                 for spi in (0x01020304, 0x01020305, 0) for d in (False, True)}
     assert len(variants) == 12                 # zone, SPI and dir all bind
@@ -315,9 +316,9 @@ def test_blob_header_payload_keys(r2i):
 def test_pep_origin_root(keylen):
     ko = B.pep_origin_root(KP, 5, False, keylen)
     assert len(ko) == keylen + 4
-    assert ko == hkdf_ref(b"LES v2 pep-origin", KP, b"\0\0\0\x05\x00", keylen + 4)
+    assert ko == hkdf_ref(b"LES v3 pep-origin", KP, b"\0\0\0\x05\x00", keylen + 4)
     assert B.pep_origin_root(KP, 5, True, keylen) == \
-        hkdf_ref(b"LES v2 pep-origin", KP, b"\0\0\0\x05\x01", keylen + 4)
+        hkdf_ref(b"LES v3 pep-origin", KP, b"\0\0\0\x05\x01", keylen + 4)
     roots = {B.pep_origin_root(KP, p, d, keylen) for p in (1, 2, 5, 0xFFFFFFFF)
              for d in (False, True)}
     assert len(roots) == 8
@@ -628,12 +629,13 @@ def test_layout_iv_nonce_aad(esn, keylen, mask):
     p = plan(4, inner)
     L = p.length
     hz_end = 38 + L
-    hz_pt = gcm_open(hk, hk[-4:] + iv, esp[16:hz_end], esp[:16])
+    # ICV2 covers all after it, ICV1 the header zone's plaintext (3.1).
+    hz_pt = gcm_open(hk, hk[-4:] + iv, esp[16:hz_end], esp[:16] + esp[hz_end:])
     epoch = b"\x00\x05" if esn else b"\x00\x00"               # SeqHi's low 16 bits
     assert hz_pt == L.to_bytes(2, "big") + b"\x04\x00" + epoch + p.headers
     assert Z.open_headers(esp, hk).epoch == (5 if esn else 0)
     P_ = esp[:4] + ((seq >> 32).to_bytes(4, "big") if esn else b"") + esp[4:8]
-    pz_pt = gcm_open(pk, pk[-4:] + iv, esp[hz_end:], P_ + iv + esp[16:hz_end])
+    pz_pt = gcm_open(pk, pk[-4:] + iv, esp[hz_end:], P_ + iv + hz_pt)
     # checksum (2) | payload | moved | padding (none) | pad length | nh
     assert pz_pt == inner[36:38] + inner[L:] + p.moved + b"\x00\x04"
     assert p.moved == b"" and p.csum == inner[36:38]
@@ -688,8 +690,10 @@ def test_hidden_L(mask):
             Z.open_headers(bytes(bad), HK)
         with pytest.raises(LesError):
             Z.open_full(bytes(bad), HK, PK, False)
-    # a PEP needs only the first 38 + L bytes
-    assert Z.open_headers(esp[:38 + L], HK).headers == plan(41, inner).headers
+    # a PEP reads the whole packet: ICV2 fails on one cut after it
+    assert Z.open_headers(esp, HK).headers == plan(41, inner).headers
+    with pytest.raises(AuthError):
+        Z.open_headers(esp[:38 + L], HK)
     with pytest.raises(FormatError):
         Z.open_headers(esp[:37 + L], HK)
 
@@ -1001,7 +1005,8 @@ def test_epoch_sealed():
         assert s.hz_plain[4:6] == epoch.to_bytes(2, "big")
         esp = Z.seal(0x300, seq, esn, HK, PK, 4, inner, iv_mask=R)
         L = Z.peek_len(esp, HK)
-        pt = gcm_open(HK, HK[-4:] + esp[8:16], esp[16:38 + L], esp[:16])
+        pt = gcm_open(HK, HK[-4:] + esp[8:16], esp[16:38 + L],
+                      esp[:16] + esp[38 + L:])
         assert pt[:6] == L.to_bytes(2, "big") + b"\x04\x00" + \
             epoch.to_bytes(2, "big")
         assert Z.open_headers(esp, HK).epoch == epoch
@@ -1205,32 +1210,54 @@ def _sample(size=30, seq=11, esn=False):
 
 
 def test_flip_every_byte():
+    """Wire format 3: a PEP refuses what an endpoint refuses, a bit flipped
+    in the payload zone or ICV1 included (ICV2 covers them, 3.1)."""
     esp, inner, _ = _sample()
-    L = Z.peek_len(esp, HK)
     for i in range(len(esp)):
         bad = bytearray(esp)
         bad[i] ^= 0x01
         with pytest.raises((AuthError, FormatError)):
             Z.open_full(bytes(bad), HK, PK, False)
-        if i < 38 + L:
-            with pytest.raises((AuthError, FormatError)):
-                Z.open_headers(bytes(bad), HK)
-        else:
-            assert Z.open_headers(bytes(bad), HK).length == L   # PEP: unaffected
+        with pytest.raises((AuthError, FormatError)):
+            Z.open_headers(bytes(bad), HK)
+
+
+def test_pep_refuses_payload_zone_mutants():
+    """What passed a PEP in wire format 2 (docs/accel.md 8): the payload
+    zone replaced, cut or extended under an intact header zone."""
+    esp, _, _ = _sample(30, 11)
+    other, _, _ = _sample(30, 12)
+    L = Z.peek_len(esp, HK)
+    end = 38 + L
+    for bad in (esp[:end] + other[end:], esp[:-1], esp + b"\0",
+                esp[:end] + esp[end + 1:], esp[:end]):
+        with pytest.raises(AuthError) as ei:
+            Z.open_headers(bad, HK)
+        assert ei.value.zone == "header"
 
 
 def test_reseal_header_zone_fails_icv1():
     """A K2 holder re-seals the header zone with a valid ICV2: ICV1 fails."""
     esp, inner, seq = _sample()
     L = Z.peek_len(esp, HK)
-    pt = gcm_open(HK, HK[-4:] + esp[8:16], esp[16:38 + L], esp[:16])
+    aad = esp[:16] + esp[38 + L:]
+    pt = gcm_open(HK, HK[-4:] + esp[8:16], esp[16:38 + L], aad)
     forged = bytearray(pt)
     forged[6 + 8] ^= 0xFF                                   # TTL
-    hz = AESGCM(HK[:-4]).encrypt(HK[-4:] + esp[8:16], bytes(forged), esp[:16])
+    hz = AESGCM(HK[:-4]).encrypt(HK[-4:] + esp[8:16], bytes(forged), aad)
     bad = esp[:16] + hz + esp[38 + L:]
     assert Z.open_headers(bad, HK).headers[8] == forged[14]  # PEP accepts it
+    assert Z.reseal_header_zone(esp, HK, bytes(forged)) == bad
     with pytest.raises(AuthError) as ei:
         Z.open_full(bad, HK, PK, False)
+    assert ei.value.zone == "payload"
+    # Its own header zone, unchanged, over another packet's payload zone.
+    other, _, _ = _sample(30, seq + 1)
+    Lo = Z.peek_len(other, HK)
+    moved = Z.reseal_header_zone(esp[:38 + L] + other[38 + Lo:], HK, pt)
+    assert Z.open_headers(moved, HK).headers == Z.open_headers(esp, HK).headers
+    with pytest.raises(AuthError) as ei:
+        Z.open_full(moved, HK, PK, False)
     assert ei.value.zone == "payload"
 
 
@@ -1816,10 +1843,11 @@ def test_vectors_open():
             bytes.fromhex(v["peek_counter_block"])) == blk
         assert esp[8:16].hex() == v["iv"] == \
             f"{seq ^ int(v['iv_mask'], 16):016x}"
-        assert bytes.fromhex(v["hz_aad"]) == esp[:16]
+        # ICV2 covers all that follows it (protocol.md 3.1).
+        assert bytes.fromhex(v["hz_aad"]) == esp[:16] + esp[38 + v["L"]:]
         assert gcm_open(hz, bytes.fromhex(v["hz_nonce"]),
                         bytes.fromhex(v["hz_ct"]) + bytes.fromhex(v["icv2"]),
-                        esp[:16]).hex() == v["hz_plain"]
+                        bytes.fromhex(v["hz_aad"])).hex() == v["hz_plain"]
         if v["header_only"]:
             inn = B.parse_blob(bytes.fromhex(v["blob_in"]))
             assert inn.header_key(v["spi"]) == hz

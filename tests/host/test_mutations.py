@@ -2,7 +2,7 @@
 valid packet: the reference codec opens none of its mutants, so whatever
 the kernel delivers from a campaign is a kernel bug, never the test's.
 
-Wire format version 2: the keys are taken from the blobs the campaign
+Wire format version 3: the keys are taken from the blobs the campaign
 installs (parse_blob(sa.blob()), zone keys derived from the SA's SPI and
 direction), so this file depends on tests/vm only through Sa.blob(),
 Sa.spi and the generator (data_base, ack_base, mutants, MUTATIONS)."""

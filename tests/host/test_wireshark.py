@@ -22,6 +22,7 @@ import subprocess
 import sys
 
 import pytest
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 sys.path.insert(0, os.path.join(ROOT, "tools"))
@@ -270,9 +271,10 @@ def test_corrupted_packets_are_flagged(plugin):
 
 def test_forgeries_are_flagged(plugin):
     """What a key holder can forge, and a sender's bug, shows as such:
-    a payload zone forged under a genuine header zone is flagged even when
-    a pep-view row comes before the endpoint's (and its headers are not
-    handed to TCP); a PEP-origin key's packet that is not header-only is
+    a payload zone changed under a genuine header zone fails ICV2; one a
+    K2 holder forged, re-sealing the header zone over it, is flagged (ICV1)
+    even when a pep-view row comes before the endpoint's (and its headers
+    are not handed to TCP); a PEP-origin key's packet that is not header-only is
     refused; a K1 holder's zone that section 4 would not make (a wrong
     payload length, an epoch without ESN) is malformed."""
     ep = B.parse_blob(endpoint_blob())
@@ -281,7 +283,12 @@ def test_forgeries_are_flagged(plugin):
     t4 = P.tcp_packet("10.1.0.1", "10.2.0.1", 40000, 80, seq=1000, ack=5000,
                       flags=0x18, payload=b"x" * 300)
     good = Z.seal(spi, 1, False, hz, pz, 4, t4)
-    forged = good[:-40] + bytes(b ^ 0x55 for b in good[-40:-16]) + good[-16:]
+    flipped = good[:-40] + bytes(b ^ 0x55 for b in good[-40:-16]) + good[-16:]
+    # A K2 holder's payload zone: ICV2 sealed again over it (3.1).
+    hz_end = Z.MIN_PACKET + Z.peek_len(good, hz)
+    rest = flipped[hz_end:]
+    forged = good[:16] + AESGCM(hz[:-4]).encrypt(
+        hz[-4:] + good[8:16], Z.plan_seal(4, t4).hz_plain, good[:16] + rest) + rest
     po = B.parse_blob(B.pep_origin_blob(endpoint_blob(), 7, "pep-origin-out"))
     plan = Z.plan_seal(4, t4)
     po_data = Z.seal_raw(0x2007, 2, False, po.header_key(0x2007), plan.hz_plain,
@@ -291,7 +298,8 @@ def test_forgeries_are_flagged(plugin):
     k1_bug = Z.seal_raw(spi, 3, False, hz, bytes(bad_len), pz, plan.pz_plain)
     epoch = Z.plan_seal(4, t4, epoch=5)
     k1_epoch = Z.seal_raw(spi, 4, False, hz, epoch.hz_plain, pz, epoch.pz_plain)
-    pk = [("good", good, "", "tcp"), ("forged payload zone", forged, "les.icv1_bad", None),
+    pk = [("good", good, "", "tcp"), ("changed payload zone", flipped, "les.icv2_bad", None),
+          ("K2 holder's payload zone", forged, "les.icv1_bad", None),
           ("PEP-origin key, not header-only", po_data, "les.policy", None),
           ("wrong payload length", k1_bug, "les.malformed", None),
           ("epoch without ESN", k1_epoch, "les.malformed", None)]

@@ -97,7 +97,9 @@ def test_unload_refused_while_in_use():
 # ---- configuration errors -------------------------------------------------------
 
 BAD_BLOBS = [
-    ("version 1", lambda b: b[:4] + b"\x01" + b[5:], "version is not 2"),
+    ("version 1", lambda b: b[:4] + b"\x01" + b[5:], "version is not 3"),
+    # Wire format 2's ICV2 left the payload zone out (docs/protocol.md 3.1).
+    ("version 2", lambda b: b[:4] + b"\x02" + b[5:], "version is not 3"),
     ("unknown role", lambda b: b[:5] + b"\x09" + b[6:], "role is unknown"),
     ("bad key length", lambda b: b[:6] + b"\x14" + b[7:], "key length must be 16, 24 or 32"),
     ("reserved flags", lambda b: b[:7] + b"\x02" + b[8:], "reserved flags"),
@@ -106,8 +108,8 @@ BAD_BLOBS = [
     # K1's key (bytes 48..80 of a 32-byte-key endpoint blob) equal to K2's.
     ("K1 equal to K2", lambda b: b[:48] + b[12:44] + b[80:], "same key for both zones"),
     # v1 let these go to esp4 as weak plain keys (review item 7).
-    ("20-byte key starting with LESK", lambda b: b"LESK" + bytes(16), "version is not 2"),
-    ("36-byte key starting with LESK", lambda b: b"LESK" + bytes(32), "version is not 2"),
+    ("20-byte key starting with LESK", lambda b: b"LESK" + bytes(16), "version is not 3"),
+    ("36-byte key starting with LESK", lambda b: b"LESK" + bytes(32), "version is not 3"),
 ]
 
 
@@ -738,16 +740,13 @@ def test_bad_input():
     s1 = next(seq)
     p = sealed(s1)
     hz = Z.open_headers(p, ab.k2)
-    forged = Z.seal_raw(ab.spi, s1, False, ab.k2, Z.hz_plaintext(hz.nexthdr, 0x04, hz.headers),
-                        iv_mask=0)
-    forged = forged[:Z.HZ_OFF + Z.HZ_DESC_LEN + hz.length + Z.ICV_LEN] + \
-        p[Z.HZ_OFF + Z.HZ_DESC_LEN + hz.length + Z.ICV_LEN:]
+    forged = Z.reseal_header_zone(p, ab.k2, Z.hz_plaintext(hz.nexthdr, 0x04, hz.headers))
     expect("a header zone re-sealed by a K2 holder fails ICV1", [forged], "LesInAuthFailed", "failed")
     # Payload zone of packet 2 under the header zone of packet 1.
     s1, s2 = next(seq), next(seq)
     p1, p2 = sealed(s1), sealed(s2)
     cut = Z.HZ_OFF + Z.HZ_DESC_LEN + Z.peek_len(p1, ab.k2) + Z.ICV_LEN
-    expect("a payload zone moved under another header zone fails ICV1", [p1[:cut] + p2[cut:]],
+    expect("a payload zone moved under another header zone fails ICV2", [p1[:cut] + p2[cut:]],
            "LesInAuthFailed", "failed")
     flush()
     # Section 3: padding up to 255 bytes and TFC padding are taken.

@@ -230,6 +230,35 @@ def forged(t, cfg, ab, seq):
     return ok, {"m": dm, "b": db, "forwarded": len(out), "keys": keys}
 
 
+def udp_refused(t, cfg, ab, seq):
+    """ESP in UDP that its receiver's UDP refuses, though the ESP packet in
+    it is genuine: a UDP length that cuts off the tail of the ICV1 (the
+    receiver would trim to it), and a wrong checksum.  The PEP reads
+    neither (ICV2 would vouch for what the receiver never takes): each is
+    counted as malformed and forwarded, b's xfrm sees neither."""
+    src, dst = cfg.inner("a"), cfg.inner("b")
+    inner = P.ip_packet(src, dst, 6, P.tcp_segment(src, dst, 41002, 7300, flags=0x02))
+    oa, ob = cfg.outer("a"), cfg.outer("b")
+    pkts = []
+    for i, how in enumerate(("short length", "bad checksum")):
+        e = Z.seal(ab.spi, ab.seq64(seq + i), cfg.esn, ab.k2, ab.k1, cfg.inner_nexthdr(6), inner)
+        udp = bytearray(P.udp_segment(oa, ob, P.NAT_T_PORT, P.NAT_T_PORT, e))
+        if how == "short length":
+            udp[4:6] = (len(udp) - 4).to_bytes(2, "big")
+        else:
+            udp[6:8] = (int.from_bytes(udp[6:8], "big") ^ 0x5a5a or 1).to_bytes(2, "big")
+        pkts.append(P.ip_packet(oa, ob, P.IPPROTO_UDP, bytes(udp)))
+    flows_before = lesctl_j("pep show")["flows"]
+    cm, cb = counters("m"), counters("b")
+    agent("a", "raw-send", ob, ",".join(p.hex() for p in pkts))
+    time.sleep(0.3)
+    dm, db = delta(cm, counters("m")), delta(cb, counters("b"))
+    ok = (dm.get("LesPepMalformed") == 2 and "LesPepOpened" not in dm and
+          "LesPepAuthFailed" not in dm and lesctl_j("pep show")["flows"] == flows_before and
+          not any(k.startswith(("LesIn", "XfrmIn")) for k in db))
+    return ok, {"m": dm, "b": db}
+
+
 def malformed_passes(t, cfg, ab, seq):
     """A packet whose hidden L says 4000 is counted as malformed and
     forwarded."""
@@ -750,6 +779,10 @@ def run(T, out, ko):
             T.run("the payload's plaintext appears nowhere on the PEP", tr.no_plaintext)
             T.run("forged header zones are counted and forwarded untouched",
                   forged, t, cfg, ab, 50000)
+            if cfg.encap:
+                T.run("ESP in UDP that its receiver's UDP refuses (a short length, a wrong "
+                      "checksum) is counted as malformed and forwarded unread",
+                      udp_refused, t, cfg, ab, 50020)
             if i == 0:
                 T.run("an impossible header-zone length is counted and forwarded",
                       malformed_passes, t, cfg, ab, 50010)

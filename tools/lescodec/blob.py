@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from .errors import FormatError
 
 MAGIC = b"LESK"
-VERSION = 2
+VERSION = 3
 HDR_LEN = 12
 SALT_LEN = 4
 KEY_LENS = (16, 24, 32)
@@ -35,8 +35,8 @@ KP_LEN = 32
 FLAG_R2I = 0x01
 FLAGS_KNOWN = FLAG_R2I
 
-ZONE_SALT = b"LES v2 zone"              # HKDF salt of the zone keys (2.1)
-PEP_ORIGIN_SALT = b"LES v2 pep-origin"  # HKDF salt of the KO roots (6)
+ZONE_SALT = b"LES v3 zone"              # HKDF salt of the zone keys (2.1)
+PEP_ORIGIN_SALT = b"LES v3 pep-origin"  # HKDF salt of the KO roots (6)
 ZONE_H, ZONE_P = b"H", b"P"
 
 PEP_ID_MAX = 0xFFFFFFFF
@@ -167,7 +167,7 @@ def zone_info(zone: bytes, spi: int, r2i: bool) -> bytes:
 def zone_key(root: bytes, zone: bytes, spi: int, r2i: bool) -> bytes:
     """Section 2.1: the GCM key || salt of one zone of the SA `spi`.
 
-    key || salt = HKDF(salt="LES v2 zone", IKM=root,
+    key || salt = HKDF(salt="LES v3 zone", IKM=root,
                        info=zone || SPI || dir, L=keylen + 4)"""
     root = bytes(root)
     _keylen_of(root, "root")
@@ -183,7 +183,7 @@ def pep_origin_info(pep_id: int, r2i: bool) -> bytes:
 def pep_origin_root(kp: bytes, pep_id: int, r2i: bool, keylen: int) -> bytes:
     """Section 6: the KO root of PEP `pep_id` on a tunnel direction.
 
-    KO root = HKDF(salt="LES v2 pep-origin", IKM=KP (32),
+    KO root = HKDF(salt="LES v3 pep-origin", IKM=KP (32),
                    info=pep_id (4) || dir (1), L=keylen + 4)"""
     kp = bytes(kp)
     if len(kp) != KP_LEN:

@@ -417,14 +417,16 @@ def aad_prefix(spi: int, seq_lo: int, esn: bool, seq_hi: int = 0) -> bytes:
     return s + (seq_hi & 0xFFFFFFFF).to_bytes(4, "big") + lo if esn else s + lo
 
 
-def hz_aad(esp_head: bytes) -> bytes:
-    """Header-zone AAD: SPI || SeqLo || IV, the first 16 bytes."""
-    return bytes(esp_head[:HZ_OFF])
+def hz_aad(esp_head: bytes, rest: bytes = b"") -> bytes:
+    """Header-zone AAD: SPI || SeqLo || IV (the first 16 bytes), then all
+    that follows ICV2 (payload zone || ICV1; nothing in a header-only
+    packet)."""
+    return bytes(esp_head[:HZ_OFF]) + bytes(rest)
 
 
-def pz_aad(p: bytes, iv: bytes, hz_ct_icv2: bytes) -> bytes:
-    """Payload-zone AAD: P || IV || header-zone ciphertext || ICV2."""
-    return bytes(p) + bytes(iv) + bytes(hz_ct_icv2)
+def pz_aad(p: bytes, iv: bytes, hz_plain: bytes) -> bytes:
+    """Payload-zone AAD: P || IV || header-zone plaintext."""
+    return bytes(p) + bytes(iv) + bytes(hz_plain)
 
 
 def nonce(keysalt: bytes, iv: bytes) -> bytes:
@@ -504,13 +506,26 @@ def seal_raw(spi: int, seq64: int, esn: bool, hz_key: bytes, hz_plain: bytes,
     hz_key = _check_keysalt(hz_key, "header-zone key")
     sf = seq_fields(spi, seq64, esn, iv_mask)
     head = sf.wire + sf.iv
-    hz = _gcm_seal(hz_key, sf.iv, hz_aad(head), bytes(hz_plain))
-    out = head + hz
+    rest = b""
     if pz_key is not None:
+        # The payload zone first: the header zone's ICV2 covers it (3.1).
         pz_key = _check_keysalt(pz_key, "payload-zone key")
-        out += _gcm_seal(pz_key, sf.iv, pz_aad(sf.p, sf.iv, hz),
+        rest = _gcm_seal(pz_key, sf.iv, pz_aad(sf.p, sf.iv, hz_plain),
                          bytes(pz_plain or b""))
-    return out
+    hz = _gcm_seal(hz_key, sf.iv, hz_aad(head, rest), bytes(hz_plain))
+    return head + hz + rest
+
+
+def reseal_header_zone(esp: bytes, hz_key: bytes, hz_plain: bytes) -> bytes:
+    """What a K2 holder can do (for tests): a header zone of its own, with a
+    valid ICV2 over whatever follows the old one.  The endpoint refuses it:
+    ICV1 covers the header zone's plaintext (section 3.1)."""
+    esp = bytes(esp)
+    hz_key = _check_keysalt(hz_key, "header-zone key")
+    rest = parse_layout(esp, hz_key).rest
+    iv = esp[8:HZ_OFF]
+    return (esp[:HZ_OFF] +
+            _gcm_seal(hz_key, iv, hz_aad(esp, rest), bytes(hz_plain)) + rest)
 
 
 @dataclass(frozen=True)
@@ -608,12 +623,15 @@ class _Hz(NamedTuple):
     headers: bytes
 
 
-def _open_hz(esp: bytes, lay: Layout, hz_key: bytes) -> _Hz:
-    pt = _gcm_open(hz_key, lay.iv, hz_aad(esp), lay.hz, "header")
+def _open_hz(esp: bytes, lay: Layout, hz_key: bytes) -> tuple[_Hz, bytes]:
+    """ICV2 (over the header zone and all after it); the fields and the
+    plaintext, which the payload zone's AAD holds."""
+    pt = _gcm_open(hz_key, lay.iv, hz_aad(esp, lay.rest), lay.hz, "header")
     L = int.from_bytes(pt[0:2], "big")
     if L != lay.L or len(pt) != HZ_DESC_LEN + L:   # cannot happen: CTR mode
         raise FormatError("header zone length disagrees with L")
-    return _Hz(pt[2], pt[3], int.from_bytes(pt[4:6], "big"), pt[HZ_DESC_LEN:])
+    return (_Hz(pt[2], pt[3], int.from_bytes(pt[4:6], "big"),
+                pt[HZ_DESC_LEN:]), pt)
 
 
 def _check_epoch(epoch: int, esn: bool, seq_hi: int) -> None:
@@ -633,15 +651,15 @@ class OpenedHeaders(NamedTuple):
 
 
 def open_headers(esp: bytes, hz_key: bytes) -> OpenedHeaders:
-    """A PEP's view: open the header zone only (reads the first 38 + L
-    bytes).  payload_len is the TCP payload length the zone carries in the
+    """A PEP's view: open the header zone only (ICV2 covers the whole
+    packet; the payload zone stays sealed).  payload_len is the TCP payload length the zone carries in the
     checksum field; None when the zone carries no TCP header or the packet
     is header-only (its headers are unchanged).  epoch is returned as sent,
     unchecked: a PEP places it with replay_seq (section 7)."""
     esp = bytes(esp)
     hz_key = _check_keysalt(hz_key, "header-zone key")
     lay = parse_layout(esp, hz_key)
-    nh, flags, epoch, headers = _open_hz(esp, lay, hz_key)
+    (nh, flags, epoch, headers), _ = _open_hz(esp, lay, hz_key)
     if flags & ~FLAGS_KNOWN:
         raise FormatError(f"unknown header-zone flags 0x{flags:02x}")
     plen = None
@@ -666,7 +684,7 @@ class Opened(NamedTuple):
 
 def open_full(esp: bytes, hz_key: bytes, pz_key: bytes, esn: bool,
               seq_hi: int = 0) -> Opened:
-    """An endpoint's view: ICV1 (payload zone) first, then ICV2, then the
+    """An endpoint's view: ICV2 (header zone) first, then ICV1, then the
     flags, the epoch, the trailer, the checksum and moved bytes and the
     canonical-form check (sections 3.1, 4).
 
@@ -685,10 +703,10 @@ def open_full(esp: bytes, hz_key: bytes, pz_key: bytes, esn: bool,
     if len(lay.rest) < PZ_MIN:
         raise FormatError(f"payload zone of {len(lay.rest)} bytes is "
                           "shorter than its checksum field, trailer and ICV1")
+    (nexthdr, flags, epoch, headers), hz_plain = _open_hz(esp, lay, hz_key)
     p = aad_prefix(lay.spi, lay.seq_lo, esn, seq_hi)
-    pz = _gcm_open(pz_key, lay.iv, pz_aad(p, lay.iv, lay.hz), lay.rest,
+    pz = _gcm_open(pz_key, lay.iv, pz_aad(p, lay.iv, hz_plain), lay.rest,
                    "payload")
-    nexthdr, flags, epoch, headers = _open_hz(esp, lay, hz_key)
     if flags & ~FLAGS_KNOWN:
         raise FormatError(f"unknown header-zone flags 0x{flags:02x}")
     if flags & FLAG_HEADER_ONLY:
@@ -734,14 +752,15 @@ def open_header_only(esp: bytes, po_key: bytes, esn: bool,
     esp = bytes(esp)
     po_key = _check_keysalt(po_key, "header-zone key")
     lay = parse_layout(esp, po_key)
-    nexthdr, flags, epoch, headers = _open_hz(esp, lay, po_key)
+    # Before ICV2, as les.ko: what follows it would be its AAD.
+    if lay.rest:
+        raise PolicyError(f"{len(lay.rest)} bytes follow ICV2 of a "
+                          "header-only packet")
+    (nexthdr, flags, epoch, headers), _ = _open_hz(esp, lay, po_key)
     if flags != FLAG_HEADER_ONLY:
         raise PolicyError(f"flags 0x{flags:02x} on a PEP-origin SA: only "
                           "HEADER_ONLY is accepted")
     _check_epoch(epoch, esn, seq_hi)
-    if lay.rest:
-        raise PolicyError(f"{len(lay.rest)} bytes follow ICV2 of a "
-                          "header-only packet")
     if tunnel is not None:
         v = pep_origin_check(nexthdr, headers, tunnel)
         if v != PoVerdict.OK:
