@@ -1586,6 +1586,98 @@ def sack_reneging(T, prof, sums):
          {"fetch": res, "client's acks": acks, "dropped": dropped, "peps": d})
 
 
+# On the server's LAN: a packet socket on its link to the hub sees each of
+# the server's ESP data packets with a sequence number from FIRST on (N of
+# them) and sends, instead of it, a copy with one bit of the payload zone
+# flipped and the outer TTL one lower; a rule at the hub drops the original
+# (TTL 64), so the mutant is the only copy the hub sees.  Prints the
+# sequence numbers it replaced when done or told to stop (SIGTERM).
+LAN_MUTANTS = r"""
+import json, signal, socket, struct, sys
+dev, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
+s.bind((dev, 0))
+s.settimeout(0.2)
+stop = []
+signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+
+def ip_csum(h):
+    t = sum(struct.unpack("!%dH" % (len(h) // 2), h))
+    while t >> 16:
+        t = (t & 0xffff) + (t >> 16)
+    return struct.pack("!H", ~t & 0xffff)
+
+done = []
+while not stop and len(done) < n:
+    try:
+        f, addr = s.recvfrom(65535)
+    except (socket.timeout, InterruptedError):
+        continue
+    if (addr[2] != socket.PACKET_OUTGOING or f[12:14] != b"\x08\x00" or f[23] != 50 or
+            f[22] != 64 or len(f) < 1000):
+        continue
+    esp = 14 + (f[14] & 15) * 4
+    seq = struct.unpack("!I", f[esp + 4:esp + 8])[0]
+    if not first <= seq < first + n or seq in done:
+        continue
+    m = bytearray(f)
+    m[22] = 63
+    m[24:26] = b"\0\0"
+    m[24:26] = ip_csum(bytes(m[14:esp]))
+    m[len(m) - 60] ^= 0x10
+    s.send(bytes(m))
+    done.append(seq)
+print(json.dumps(done), flush=True)
+"""
+
+
+def lan_mutants(T, prof, sums):
+    """A payload-zone mutant enters the hub instead of the packet it was
+    made of: ten of the server's data packets of a 10 MB download, one bit
+    flipped after the header zone on the server's LAN (LAN_MUTANTS).  ICV2
+    covers the whole packet (docs/protocol.md 3.1): the hub counts each as
+    a header zone that does not authenticate and ACKs none of it early, the
+    server's TCP sends that data again, the 10 MB arrive intact, nothing is
+    lost.  In wire format 2 ICV2 covered the header zone alone: the hub
+    ACKed such a mutant early and held a copy the client refused, every
+    resend of it too (docs/accel.md 8 said so)."""
+    first, n = 2000, 10
+    tb.Mode("les-pep", prof)
+    before = {p: stats(p) for p in PEPS}
+    tb.sh("nft -f - <<'EOF'\n"
+          "table inet lesmut {\n"
+          "  chain pre { type filter hook prerouting priority 0;\n"
+          f"    iifname \"h-s\" ip ttl 64 esp sequence {first}-{first + n - 1} "
+          "meta length > 1000 counter drop; }\n"
+          "}\n"
+          "EOF", "hpep")
+    inj = subprocess.Popen([sys.executable, "-c", LAN_MUTANTS, "s-h", str(first), str(n)],
+                           stdout=subprocess.PIPE, text=True,
+                           preexec_fn=tb.netns_of("server"))
+    try:
+        res = tb.fetch("10M", tb_conf("10M"), sums, 90)
+        dropped = sum(int(c) for c in re.findall(
+            r"packets (\d+)", tb.sh("nft list table inet lesmut", "hpep").stdout))
+    finally:
+        inj.terminate()
+        out = inj.communicate(timeout=30)[0]
+        tb.sh("nft delete table inet lesmut", "hpep", check=False)
+    replaced = json.loads(out) if out.strip() else []
+    d = {p: delta(before[p], stats(p)) for p in PEPS}
+    h = d["hpep"]
+    print(f"# lan mutants: 10 MB in {res.get('total')} s; replaced {replaced}, {dropped} "
+          f"originals dropped; hub LesPepAuthFailed {h.get('LesPepAuthFailed', 0)}, "
+          f"early-ACKed {h.get('LesAccelEarlyAckedBytes', 0)} bytes", flush=True)
+    T.ok(res["status"] == "ok" and len(replaced) == n and dropped >= n and
+         h.get("LesPepAuthFailed", 0) >= n and
+         h.get("LesAccelEarlyAckedBytes", 0) >= 10 ** 7 and
+         not any(d[p].get(k) for p in PEPS for k in ("LesAccelLost", "LesAccelErrors")),
+         "ten of a 10 MB download's data packets replaced on the server's LAN by mutants of "
+         "their payload zone: the hub counts each as not authentic (ICV2) and ACKs none "
+         "early, the server sends that data again, the 10 MB arrive intact, nothing is lost",
+         {"fetch": res, "replaced": replaced, "dropped": dropped, "peps": d})
+
+
 def hop_outage(T, prof, sums):
     """The hop down (every packet lost, both ways) for the flow tables'
     idle timeout (2 s, both PEPs) plus 6 s (FULL=1: 5 s plus 30), once the
@@ -2241,7 +2333,7 @@ def run(T, out, ko):
                              ("peer buffer lowered", peer_buffer_lowered),
                              ("nat-t", nat_t), ("rekeys", rekeys),
                              ("transport", transport), ("fragmenting hop", fragmenting_hop),
-                             ("mutants", mutants_on_hop),
+                             ("mutants", mutants_on_hop), ("lan mutants", lan_mutants),
                              ("ipv6", ipv6)):
                 if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
                     if rnd:
