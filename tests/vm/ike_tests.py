@@ -520,7 +520,7 @@ def les_tunnel(a, b):
     if p.returncode:
         return
     for c in (a, b):
-        T.ok("peer speaks LES version 2" in c.text(),
+        T.ok("peer speaks LES version 3" in c.text(),
              f"ike: {c.ns}'s charon saw the peer's LES notify")
     agreed = {c.ns: re.findall(r"les: PEP '([^']+)' agreed, pep_id (\d+)", c.text())
               for c in (a, b)}
@@ -545,11 +545,11 @@ def les_tunnel(a, b):
         k = s["key"]
         # a initiated: its outbound SA is i2r (R2I clear), its inbound r2i.
         want_r2i = s["src"] == ADDR["b"]
-        good = (len(k) == 116 and k[4] == 2 and k[5] == 1 and k[6] == 32
+        good = (len(k) == 116 and k[4] == 3 and k[5] == 1 and k[6] == 32
                 and k[7] == (1 if want_r2i else 0) and k[8:12] == bytes(4))
         ok &= good
         detail.append((hex(s["spi"]), s["src"], k[:12].hex(), len(k)))
-    T.ok(ok, "ike: the blobs are version 2 endpoint blobs, AES-256, 116 bytes, "
+    T.ok(ok, "ike: the blobs are version 3 endpoint blobs, AES-256, 116 bytes, "
          "R2I set exactly on the responder-to-initiator SA", detail)
     pep_keys(a, les_a)
     unlisted_endpoint(b)

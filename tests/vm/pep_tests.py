@@ -235,7 +235,9 @@ def udp_refused(t, cfg, ab, seq):
     it is genuine: a UDP length that cuts off the tail of the ICV1 (the
     receiver would trim to it), and a wrong checksum.  The PEP reads
     neither (ICV2 would vouch for what the receiver never takes): each is
-    counted as malformed and forwarded, b's xfrm sees neither."""
+    counted as malformed and forwarded, b's xfrm sees neither.  veth
+    marks a checksum verified (NETIF_F_RXCSUM) on the way in, where a NIC
+    marks only a good one: that is off on m's and b's ends meanwhile."""
     src, dst = cfg.inner("a"), cfg.inner("b")
     inner = P.ip_packet(src, dst, 6, P.tcp_segment(src, dst, 41002, 7300, flags=0x02))
     oa, ob = cfg.outer("a"), cfg.outer("b")
@@ -250,8 +252,15 @@ def udp_refused(t, cfg, ab, seq):
         pkts.append(P.ip_packet(oa, ob, P.IPPROTO_UDP, bytes(udp)))
     flows_before = lesctl_j("pep show")["flows"]
     cm, cb = counters("m"), counters("b")
-    agent("a", "raw-send", ob, ",".join(p.hex() for p in pkts))
-    time.sleep(0.3)
+    ends = (("m", "m-a"), ("b", "b-m"))
+    try:
+        for ns, dev in ends:
+            sh(f"ethtool -K {dev} rx off", ns=ns)
+        agent("a", "raw-send", ob, ",".join(p.hex() for p in pkts))
+        time.sleep(0.3)
+    finally:
+        for ns, dev in ends:
+            sh(f"ethtool -K {dev} rx on", ns=ns, check=False)
     dm, db = delta(cm, counters("m")), delta(cb, counters("b"))
     ok = (dm.get("LesPepMalformed") == 2 and "LesPepOpened" not in dm and
           "LesPepAuthFailed" not in dm and lesctl_j("pep show")["flows"] == flows_before and
