@@ -296,14 +296,12 @@ def origin_key_gone(T, prof, sums):
          "intact", {"fetch": res, "rc": rc, "hub": d, "flows": hub_flows()})
 
 
-# An on-path party at the hop: takes every Nth ESP packet a PEP sends onto
-# the hop, and sends PER mutants of it after it (or older ones again), LIMIT
-# in all.  Prints what it sent, per kind, when told to stop (SIGTERM).
-INJECTOR = r"""
+# What the scripts that take and send frames on a device share: a packet
+# socket on sys.argv[1] (every frame, both ways), a SIGTERM that sets stop,
+# and the IPv4 header checksum.
+PACKET_TAP = r"""
 import json, random, signal, socket, struct, sys
-dev, seed, every = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-per, limit = int(sys.argv[4]), int(sys.argv[5])
-rng = random.Random(seed)
+dev = sys.argv[1]
 s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
 s.bind((dev, 0))
 s.settimeout(0.2)
@@ -315,6 +313,15 @@ def ip_csum(h):
     while t >> 16:
         t = (t & 0xffff) + (t >> 16)
     return struct.pack("!H", ~t & 0xffff)
+"""
+
+# An on-path party at the hop: takes every Nth ESP packet a PEP sends onto
+# the hop, and sends PER mutants of it after it (or older ones again), LIMIT
+# in all.  Prints what it sent, per kind, when told to stop (SIGTERM).
+INJECTOR = PACKET_TAP + r"""
+seed, every = int(sys.argv[2]), int(sys.argv[3])
+per, limit = int(sys.argv[4]), int(sys.argv[5])
+rng = random.Random(seed)
 
 def refit(f, esp_off):
     # IPv4: the total length and the header checksum of the new size.
@@ -1592,21 +1599,8 @@ def sack_reneging(T, prof, sums):
 # flipped and the outer TTL one lower; a rule at the hub drops the original
 # (TTL 64), so the mutant is the only copy the hub sees.  Prints the
 # sequence numbers it replaced when done or told to stop (SIGTERM).
-LAN_MUTANTS = r"""
-import json, signal, socket, struct, sys
-dev, first, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-s.bind((dev, 0))
-s.settimeout(0.2)
-stop = []
-signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
-
-def ip_csum(h):
-    t = sum(struct.unpack("!%dH" % (len(h) // 2), h))
-    while t >> 16:
-        t = (t & 0xffff) + (t >> 16)
-    return struct.pack("!H", ~t & 0xffff)
-
+LAN_MUTANTS = PACKET_TAP + r"""
+first, n = int(sys.argv[2]), int(sys.argv[3])
 done = []
 while not stop and len(done) < n:
     try:
