@@ -138,7 +138,8 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # the drain (keys deleted), the replay guard (lost resend, late on lan,
 # forged far seq), SACK marks taken back (sack reneging), a SYN on a flow
 # that holds data (syn mid transfer), a payload-zone mutant entering the
-# hub (lan mutants), the window and lanes (two tunnels,
+# hub (lan mutants), the timer's resends of copies the receiver took
+# (resends as sent), the window and lanes (two tunnels,
 # paused reader, udp flood, lost window update's probe with no peer
 # buffer), flows kept busy (flush) and through a hop outage, the tick's
 # timed flows (idle flows), the flow dump (round trips); Debian 6.1 the
@@ -147,7 +148,7 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # upload, a hop that reorders, the timer's resend) or only the engine's
 # start (accel off, small buffer, short replay window), and rekeys (keyed by
 # charon: step ike runs on 6.1 too).
-each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|lan mutants|udp flood|forged far seq|flush|sack reneging|syn mid transfer)$'
+each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|resends as sent|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|lan mutants|udp flood|forged far seq|flush|sack reneging|syn mid transfer)$'
 other_paths='^(accel off|small buffer|ack key deleted|hop misbehaves|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|ipv6|rekeys|rst out of window)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts t0 usual took pct

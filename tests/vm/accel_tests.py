@@ -19,6 +19,9 @@ checked by hash: whatever happens to the engine, no byte is lost.
 * 50 connections at once, each through the engine;
 * the hop down for the idle timeout plus 6 s (FULL=1: 30) mid-download: the hub keeps
   what it ACKed early and delivers it once the hop is back;
+* no ACK reaching the PEP that holds for 3 s, mid-download and mid-upload:
+  each copy its timer resends leaves onto the hop as first sent, byte for
+  byte, none in the clear;
 * 1,000 connections (10,000 with FULL=1) accelerated, then idle: the tick
   times none of them, and holds its lock under 1 ms;
 * the hop duplicating and reordering packets: the receiver's xfrm drops
@@ -54,6 +57,7 @@ import hashlib
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import threading
@@ -1755,6 +1759,108 @@ def hop_outage(T, prof, sums):
          {"fetch": res, "back": back, "seen": seen, "peps": d, "after": after})
 
 
+def esp_frames(path):
+    """{(SPI, sequence number): [every sending's bytes from the ESP header
+    on]} of the IPv4 ESP frames in pcap file @path, in capture order."""
+    sent = {}
+    with open(path, "rb") as f:
+        data = f.read()
+    off = 24
+    while off + 16 <= len(data):
+        n = struct.unpack_from("<I", data, off + 8)[0]
+        frame = data[off + 16:off + 16 + n]
+        off += 16 + n
+        if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 50:
+            continue
+        esp = frame[14 + (frame[14] & 15) * 4:]
+        sent.setdefault(struct.unpack_from("!II", esp), []).append(esp)
+    return sent
+
+
+def plaintext_in(frames, path, chunk=16):
+    """How many of @frames hold a piece of file @path: each 16-byte
+    piece of the file at a multiple of 16 is looked for at every offset, so
+    any stretch of 31 bytes or more of it is found."""
+    with open(path, "rb") as f:
+        data = f.read()
+    pieces = {data[i:i + chunk] for i in range(0, len(data) - chunk + 1, chunk)}
+    return sum(any(fr[i:i + chunk] in pieces for i in range(len(fr) - chunk + 1))
+               for fr in frames)
+
+
+def resends_as_sent(T, prof, sums):
+    """The hop loses every packet toward a PEP for 3 s in the middle of a
+    transfer its way (10 MB down, 3 MB up): no ACK reaches it, and its
+    timer resends copies the receiver already took (docs/accel.md 3).  Each
+    resend, captured as it leaves the PEP onto the hop, is the packet's
+    first sending byte for byte, and none carries any 31 bytes of the file
+    in the clear.  A receiver that opens in place the packet it was
+    forwarded must not open the copy the PEP holds: a router's skb_cow()
+    gives a clone its own head but shares its pages, so a held copy's pages
+    are marked shared (docs/accel.md 3, Hold).  Without that, every resend
+    of the upload carried the client's plaintext onto the hop, and the hub
+    refused each (29 of 29, Debian 6.12); the download's passed (its
+    copies, it seems, reach the hub linear)."""
+    # 3 MB up: 12 s at geo's 2 Mbit/s.
+    _CONF["workloads"]["up3M"] = {"bytes": 3 * 10 ** 6, "upload": True}
+    data = os.urandom(tb_conf("up3M")["bytes"])
+    with open(f"{tb.WORK}/send/up3M.bin", "wb") as f:
+        f.write(data)
+    sums["up/up3M.bin"] = hashlib.sha256(data).hexdigest()
+    for w, pep, dev, far, what, src in (
+            ("10M", "hpep", "h-r", "rpep", "download", f"{tb.WORK}/www/10M.bin"),
+            ("up3M", "rpep", "r-h", "hpep", "upload", f"{tb.WORK}/send/up3M.bin")):
+        tb.Mode("les-pep", prof)
+        before = {n: stats(n) for n in PEPS}
+        path = f"{_CONF['out']}/accel-resends-{what}.pcap"
+        cap = subprocess.Popen(["tcpdump", "-Z", "root", "-n", "-U", "-s", "0", "-B", "32768",
+                                "-Q", "out", "-i", dev, "-w", path, "esp"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=tb.netns_of(pep))
+        cap.stderr.readline()                   # "listening on DEV, ..."
+
+        def blackout():
+            wait_for(lambda: held(pep) > 0, 60, 0.1)
+            tb.sh("nft -f - <<'EOF'\n"
+                  "table inet lesblack {\n"
+                  "  chain pre { type filter hook prerouting priority 0;\n"
+                  f"    iifname \"{dev}\" counter drop; }}\n"
+                  "}\n"
+                  "EOF", pep)
+            time.sleep(3)
+            tb.sh("nft delete table inet lesblack", pep)
+            return True
+        try:
+            res, _ = fetch_during(w, sums, blackout, 0, max_time=120)
+        finally:
+            tb.sh("nft delete table inet lesblack", pep, check=False)
+            # tcpdump writes what its ring holds at its own pace; stopped,
+            # it drops the rest unwritten.
+            sizes = [-1]
+            wait_for(lambda: sizes.append(os.path.getsize(path)) or sizes[-1] == sizes[-2],
+                     60, 2)
+            cap.terminate()
+            capstat = cap.communicate(timeout=30)[1]
+        sent = esp_frames(path)
+        resent = {k: v for k, v in sent.items() if len(v) > 1}
+        changed = sorted(k[1] for k, v in resent.items() if any(r != v[0] for r in v[1:]))
+        clear = plaintext_in([fr for v in resent.values() for fr in v], src)
+        d = {n: delta(before[n], stats(n)) for n in PEPS}
+        print(f"# resends as sent, {what}: {w} in {res.get('total')} s; {len(sent)} ESP "
+              f"packets onto the hop, {len(resent)} sent again, {len(changed)} of them changed "
+              f"{changed[:10]}; {clear} of their sendings with the file in the clear; far PEP "
+              f"LesPepAuthFailed {d[far].get('LesPepAuthFailed', 0)}; "
+              f"{capstat.strip().splitlines()[-1:]}", flush=True)
+        T.ok(res["status"] == "ok" and len(resent) >= 3 and not changed and not clear and
+             d[pep].get("LesAccelEarlyAckedBytes", 0) >= tb_conf(w)["bytes"] and
+             not any(d[n].get(k) for n in PEPS for k in ("LesAccelLost", "LesPepAuthFailed")),
+             f"{what}, no ACK reaching the PEP that holds for 3 s: each copy its timer "
+             "resends leaves onto the hop as first sent, byte for byte, none carries the file "
+             "in the clear, the far PEP authenticates every one, the data arrive intact",
+             {"fetch": res, "resent": len(resent), "changed": changed, "clear": clear,
+              "capture": capstat[-300:], "peps": d})
+
+
 def lost_tail_resend(T, prof, sums):
     """A data packet lost on the hop twice: its first sending, and the
     resend that SACKs trigger a hop round trip and a quarter later.  Then
@@ -2320,6 +2426,7 @@ def run(T, out, ko):
                              ("lost tail resend", lost_tail_resend),
                              ("sack reneging", sack_reneging),
                              ("hop outage", hop_outage),
+                             ("resends as sent", resends_as_sent),
                              ("late on lan", late_on_lan), ("upload", upload),
                              ("lost window update", lost_window_update),
                              ("two tunnels", two_tunnels),
