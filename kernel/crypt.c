@@ -82,8 +82,9 @@ void les_crypt_free(struct les_crypt *c)
 
 /*
  * Append @len bytes of @skb from @off to @sg, whose entries from @n on are
- * free up to @nents: returns the entries then used.  les_crypt_alloc() made
- * room for every run; the bound is a guard.
+ * free up to @nents: returns the entries then used.  les_crypt_alloc()
+ * sized @sg for every run (the skb's entries, each run splitting at most
+ * one): the checks assert that, they do not enforce it.
  */
 static int les_crypt_sg_add(struct sk_buff *skb, struct scatterlist *sg,
 			    int n, int nents, unsigned int off,
@@ -148,7 +149,7 @@ static int les_crypt_hz_sgvec(struct les_crypt *c, struct sk_buff *skb,
 	sg_init_table(sg, nents);
 	n = les_crypt_sg_add(skb, sg, 0, nents, c->zone_off - LES_ESP_HDR_LEN,
 			     LES_HZ_AAD_LEN);
-	if (n >= 0 && c->sa->pz_aead)
+	if (n >= 0 && c->pz_len)
 		n = les_crypt_sg_add(skb, sg, n, nents, pz_off,
 				     c->pz_len + LES_ICV_LEN);
 	if (n >= 0)
@@ -198,7 +199,7 @@ int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 		aead = sa->hz_aead;
 		salt = sa->hz_salt;
 		ad = LES_HZ_AAD_LEN;
-		if (sa->pz_aead)
+		if (c->pz_len)
 			ad += c->pz_len + LES_ICV_LEN;
 		text = c->hz_len;
 		err = les_crypt_hz_sgvec(c, skb, c->sg, c->nfrags);

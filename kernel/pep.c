@@ -126,6 +126,7 @@ struct les_pep_outer {
 	unsigned short family;
 	xfrm_address_t saddr, daddr;
 	unsigned int esp_off;
+	unsigned int esp_len;		/* as its receiver reads it */
 	bool udp;			/* ESP in UDP (RFC 3948) */
 };
 
@@ -152,6 +153,7 @@ struct les_pep_op {
 	bool draining;			/* @x went: read for held data (drain.c) */
 	struct les_pep_outer outer;
 	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 6 + L */
+	unsigned int charge;		/* in les_pep_net.backlog_bytes */
 	u8 nonce[LES_NONCE_LEN];
 	/*
 	 * The ESP packet, reordered as the AEAD reads it: the header zone's
@@ -418,17 +420,16 @@ static void les_pep_opener(struct work_struct *work)
 					      struct les_pep_net, opener);
 	struct aead_request *req = NULL;
 	struct les_pep_op *op, *tmp;
+	unsigned int req_size = 0, charged = 0;
 	struct les_accel_todo todo;
 	struct mem_cgroup *old_memcg;
-	unsigned int req_size = 0;
 	LIST_HEAD(batch);
 
 	les_accel_todo_init(&todo, &pn->accel.pacer);
 	spin_lock_bh(&pn->backlog_lock);
 	list_splice_init(&pn->backlog, &batch);
+	/* Its bytes stay counted until the batch is done (below). */
 	WRITE_ONCE(pn->backlog_len, 0);
-	/* The batch is counted no more: at most twice the cap stays. */
-	WRITE_ONCE(pn->backlog_bytes, 0);
 	spin_unlock_bh(&pn->backlog_lock);
 
 	/* New flows are the namespace's memory, not the worker's. */
@@ -443,12 +444,16 @@ static void les_pep_opener(struct work_struct *work)
 			req = kmalloc(need, GFP_KERNEL);
 			req_size = req ? need : 0;
 		}
+		charged += op->charge;
 		les_pep_finish(op, req ? les_pep_open(op, req) : -ENOMEM, &todo);
 		cond_resched();
 	}
 	set_active_memcg(old_memcg);
 	kfree_sensitive(req);
 	les_accel_batch_end(pn, &todo);
+	spin_lock_bh(&pn->backlog_lock);
+	WRITE_ONCE(pn->backlog_bytes, pn->backlog_bytes - charged);
+	spin_unlock_bh(&pn->backlog_lock);
 }
 
 /*
@@ -478,12 +483,13 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 			 const struct les_pep_outer *outer, bool take,
 			 bool to_hop, bool draining, bool *taken)
 {
-	unsigned int esp_len = skb->len - outer->esp_off;
-	unsigned int hz_len, hz_end, backlog_max;
+	unsigned int esp_len = outer->esp_len;
+	unsigned int hz_len, hz_end, backlog_max, charge;
 	u8 head[LES_HZ_OFF + 2];
 	struct mem_cgroup *old_memcg;
 	unsigned int queued;
 	struct les_pep_op *op;
+	size_t size;
 
 	if (esp_len < LES_MIN_LEN ||
 	    skb_copy_bits(skb, outer->esp_off, head, sizeof(head)))
@@ -500,17 +506,19 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	if (esp_len < hz_end + LES_CSUM_LEN + 2 + LES_ICV_LEN)
 		return LES_STAT_PEP_MALFORMED;
 
+	/* What it costs until the opener is done: the copy, and the packet. */
+	size = struct_size(op, buf, esp_len);
+	charge = kmalloc_size_roundup(size) + (take ? skb->truesize : 0);
 	/* Full already: spare the allocation and the copy (checked again below). */
 	backlog_max = les_pep_backlog_max(pn);
 	queued = READ_ONCE(pn->backlog_len);
 	if (queued >= backlog_max ||
-	    (queued && READ_ONCE(pn->backlog_bytes) + esp_len >
+	    (queued && READ_ONCE(pn->backlog_bytes) + charge >
 		       backlog_max * LES_PEP_BACKLOG_BYTES_PER))
 		return LES_STAT_PEP_BACKLOG_FULL;
 
 	old_memcg = set_active_memcg(pn->memcg);
-	op = kmalloc(struct_size(op, buf, esp_len),
-		     GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
+	op = kmalloc(size, GFP_ATOMIC | __GFP_ACCOUNT | __GFP_NOWARN);
 	set_active_memcg(old_memcg);
 	if (!op)
 		return LES_STAT_PEP_ERRORS;
@@ -523,6 +531,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	op->to_hop = to_hop;
 	op->draining = draining;
 	op->esp_len = esp_len;
+	op->charge = charge;
 	op->skb_len = skb->len;
 	op->hz_len = hz_len;
 
@@ -542,7 +551,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	/* One packet always fits, whatever its size. */
 	BUILD_BUG_ON(LES_PEP_BACKLOG_MAX * LES_PEP_BACKLOG_BYTES_PER > UINT_MAX / 2);
 	if (pn->backlog_len >= backlog_max ||
-	    (pn->backlog_len && pn->backlog_bytes + esp_len >
+	    (pn->backlog_len && pn->backlog_bytes + charge >
 				backlog_max * LES_PEP_BACKLOG_BYTES_PER)) {
 		spin_unlock(&pn->backlog_lock);
 		kfree(op);
@@ -565,7 +574,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	list_add_tail(&op->node, &pn->backlog);
 	queued = pn->backlog_len + 1;
 	WRITE_ONCE(pn->backlog_len, queued);
-	WRITE_ONCE(pn->backlog_bytes, pn->backlog_bytes + esp_len);
+	WRITE_ONCE(pn->backlog_bytes, pn->backlog_bytes + charge);
 	spin_unlock(&pn->backlog_lock);
 	/* A packet waits for the opener: wake it now. */
 	if (*taken) {
@@ -587,14 +596,14 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 }
 
 /*
- * The UDP checksum of the datagram at @off, as its receiver checks it,
- * unless the stack already has (a NIC's, or veth's).  Computed aside: the
- * skb's checksum state is the forwarding path's, not ours to change.
+ * The UDP checksum of the @len-byte datagram at @off, as its receiver
+ * checks it, unless the stack already has (a NIC's, or veth's).  Computed
+ * aside: the skb's checksum state is the forwarding path's, not ours to
+ * change.
  */
 static bool les_pep_udp_csum_ok(const struct sk_buff *skb, unsigned int off,
-				unsigned short family)
+				unsigned int len, unsigned short family)
 {
-	unsigned int len = skb->len - off;
 	__wsum csum;
 
 	if (skb->ip_summed == CHECKSUM_UNNECESSARY ||
@@ -758,25 +767,33 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 		__be16 port = htons(READ_ONCE(pn->encap_port));
 		struct udphdr _uh;
 		const struct udphdr *uh;
+		unsigned int len;
 
 		uh = skb_header_pointer(skb, outer.esp_off, sizeof(_uh), &_uh);
 		if (!uh || (uh->dest != port && uh->source != port))
 			return NF_ACCEPT;
 		/*
-		 * Only what the receiver's UDP takes whole: ICV2 would vouch
-		 * for bytes a short length cuts off, or a bad checksum drops
-		 * (0 is none over IPv4, RFC 768), and a copy held would fail
-		 * there with every resend.
+		 * The datagram as the receiver's UDP reads it (udp_rcv(),
+		 * __udp6_lib_rcv()): a shorter length cuts the packet, IPv6's 0
+		 * is all of it, a longer one or a bad checksum (0 is none over
+		 * IPv4, RFC 768) is dropped.  ICV2 must vouch for just that,
+		 * or a copy held would fail there with every resend.
 		 */
-		if (ntohs(uh->len) != skb->len - outer.esp_off ||
+		len = ntohs(uh->len);
+		if (!len && outer.family == AF_INET6)
+			len = skb->len - outer.esp_off;
+		if (len < sizeof(*uh) || len > skb->len - outer.esp_off ||
 		    ((uh->check || outer.family == AF_INET6) &&
-		     !les_pep_udp_csum_ok(skb, outer.esp_off, outer.family))) {
+		     !les_pep_udp_csum_ok(skb, outer.esp_off, len, outer.family))) {
 			les_stat_inc(pn->net, LES_STAT_PEP_MALFORMED);
 			return NF_ACCEPT;
 		}
 		/* RFC 3948: a zero SPI here is IKE's non-ESP marker. */
 		outer.esp_off += sizeof(*uh);
+		outer.esp_len = len - sizeof(*uh);
 		outer.udp = true;
+	} else {
+		outer.esp_len = skb->len - outer.esp_off;
 	}
 	/*
 	 * A GSO skb (UDP GRO forwarding of ESP-in-UDP) holds several ESP

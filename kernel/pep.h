@@ -29,11 +29,11 @@
 #define LES_PEP_BACKLOG_DEFAULT		1024	/* packets */
 #define LES_PEP_BACKLOG_MAX		65536
 /*
- * Bytes of packets the backlog holds, per packet it may hold: a full-size
- * packet each, and no more whatever their size (reassembled ones reach
- * 64 KiB).
+ * Bytes the backlog may cost, per packet it may hold: a full-size packet's
+ * copy (kmalloc's size) and the skb the engine took (its truesize), and
+ * no more whatever their size (reassembled ones reach 64 KiB).
  */
-#define LES_PEP_BACKLOG_BYTES_PER	2048
+#define LES_PEP_BACKLOG_BYTES_PER	8192
 #define LES_PEP_BATCH			64	/* packets that wake the opener */
 
 /* An endpoint of a flow: inner address and port. */
@@ -165,7 +165,7 @@ struct les_pep_net {
 	spinlock_t backlog_lock;
 	struct list_head backlog;
 	unsigned int backlog_len, backlog_max;
-	unsigned int backlog_bytes;	/* their ESP bytes */
+	unsigned int backlog_bytes;	/* what they and the opener's batch cost */
 	struct delayed_work opener;
 	struct les_flow_table flows;
 	struct les_accel_net accel;

@@ -232,10 +232,11 @@ def forged(t, cfg, ab, seq):
 
 def udp_refused(t, cfg, ab, seq):
     """ESP in UDP that its receiver's UDP refuses, though the ESP packet in
-    it is genuine: a UDP length that cuts off the tail of the ICV1 (the
-    receiver would trim to it), and a wrong checksum.  The PEP reads
-    neither (ICV2 would vouch for what the receiver never takes): each is
-    counted as malformed and forwarded, b's xfrm sees neither.  veth
+    it is genuine: a UDP length 4 bytes short (the receiver cuts the
+    packet there, and the checksum, made over all of it, fails over what
+    is left), and a wrong checksum.  The PEP reads the datagram as the
+    receiver does, and neither: each is counted as malformed and
+    forwarded, b's xfrm sees neither.  veth
     marks a checksum verified (NETIF_F_RXCSUM) on the way in, where a NIC
     marks only a good one: that is off on m's and b's ends meanwhile."""
     src, dst = cfg.inner("a"), cfg.inner("b")
@@ -265,6 +266,35 @@ def udp_refused(t, cfg, ab, seq):
     ok = (dm.get("LesPepMalformed") == 2 and "LesPepOpened" not in dm and
           "LesPepAuthFailed" not in dm and lesctl_j("pep show")["flows"] == flows_before and
           not any(k.startswith(("LesIn", "XfrmIn")) for k in db))
+    return ok, {"m": dm, "b": db}
+
+
+def udp_trailer(t, cfg, ab, seq):
+    """ESP in UDP with bytes after its UDP length: the receiver's UDP cuts
+    them and takes the datagram (udp_rcv()), so the PEP reads the datagram
+    as its length says and opens it; b's xfrm takes it too.  Checksums
+    are checked, not taken as verified, as in udp_refused."""
+    src, dst = cfg.inner("a"), cfg.inner("b")
+    inner = P.ip_packet(src, dst, 6, P.tcp_segment(src, dst, 41003, 7300, flags=0x02))
+    oa, ob = cfg.outer("a"), cfg.outer("b")
+    e = Z.seal(ab.spi, ab.seq64(seq), cfg.esn, ab.k2, ab.k1, cfg.inner_nexthdr(6), inner)
+    udp = P.udp_segment(oa, ob, P.NAT_T_PORT, P.NAT_T_PORT, e)
+    pkt = P.ip_packet(oa, ob, P.IPPROTO_UDP, udp + b"\xa5" * 8)
+    cm, cb = counters("m"), counters("b")
+    ends = (("m", "m-a"), ("b", "b-m"))
+    try:
+        for ns, dev in ends:
+            sh(f"ethtool -K {dev} rx off", ns=ns)
+        agent("a", "raw-send", ob, pkt.hex())
+        time.sleep(0.3)
+    finally:
+        for ns, dev in ends:
+            sh(f"ethtool -K {dev} rx on", ns=ns, check=False)
+    dm, db = delta(cm, counters("m")), delta(cb, counters("b"))
+    bad = ("Malformed", "Failed", "Error", "Policy")
+    # b answers the SYN: its reply through m may be opened too.
+    ok = (dm.get("LesPepOpened", 0) >= 1 and db.get("LesInPackets", 0) >= 1 and
+          not any(w in k for d in (dm, db) for k in d for w in bad))
     return ok, {"m": dm, "b": db}
 
 
@@ -792,6 +822,9 @@ def run(T, out, ko):
                 T.run("ESP in UDP that its receiver's UDP refuses (a short length, a wrong "
                       "checksum) is counted as malformed and forwarded unread",
                       udp_refused, t, cfg, ab, 50020)
+                T.run("ESP in UDP with bytes after its UDP length, which its receiver's UDP "
+                      "cuts, is read as the receiver reads it: opened",
+                      udp_trailer, t, cfg, ab, 50030)
             if i == 0:
                 T.run("an impossible header-zone length is counted and forwarded",
                       malformed_passes, t, cfg, ab, 50010)
