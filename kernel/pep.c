@@ -152,7 +152,7 @@ struct les_pep_op {
 	bool to_hop;
 	bool draining;			/* @x went: read for held data (drain.c) */
 	struct les_pep_outer outer;
-	unsigned int esp_len, skb_len, hz_len;	/* hz_len: 6 + L */
+	unsigned int esp_len, hz_len;	/* hz_len: 6 + L */
 	unsigned int charge;		/* in les_pep_net.backlog_bytes */
 	u8 nonce[LES_NONCE_LEN];
 	/*
@@ -309,7 +309,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 			 * key that went is read on for held data only (drain.c).
 			 */
 			if (!op->draining) {
-				x->curlft.bytes += op->skb_len;
+				x->curlft.bytes += op->esp_len;
 				x->curlft.packets++;
 			}
 		}
@@ -532,7 +532,6 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	op->draining = draining;
 	op->esp_len = esp_len;
 	op->charge = charge;
-	op->skb_len = skb->len;
 	op->hz_len = hz_len;
 
 	/* ICV2 covers the whole packet: a copy of it, in the AEAD's order. */
@@ -597,17 +596,18 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 
 /*
  * The UDP checksum of the @len-byte datagram at @off, as its receiver
- * checks it, unless the stack already has (a NIC's, or veth's).  Computed
- * aside: the skb's checksum state is the forwarding path's, not ours to
- * change.
+ * checks it, unless the stack already has (a NIC's, or veth's) over the
+ * whole packet, as the datagram is then.  Computed aside: the skb's
+ * checksum state is the forwarding path's, not ours to change.
  */
 static bool les_pep_udp_csum_ok(const struct sk_buff *skb, unsigned int off,
 				unsigned int len, unsigned short family)
 {
 	__wsum csum;
 
-	if (skb->ip_summed == CHECKSUM_UNNECESSARY ||
-	    skb->ip_summed == CHECKSUM_PARTIAL)
+	if (len == skb->len - off &&
+	    (skb->ip_summed == CHECKSUM_UNNECESSARY ||
+	     skb->ip_summed == CHECKSUM_PARTIAL))
 		return true;
 	csum = skb_checksum(skb, off, len, 0);
 	if (family == AF_INET)
@@ -712,17 +712,13 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	return skb_dst(skb) ? NF_ACCEPT : NF_DROP;
 }
 
-static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
-				 const struct nf_hook_state *state)
+static unsigned int les_pep_forward(struct les_pep_net *pn,
+				    struct sk_buff *skb,
+				    const struct nf_hook_state *state)
 {
-	struct les_pep_net *pn = priv;
 	struct les_pep_outer outer;
 	bool fragment;
 	u8 proto;
-
-	/* Not a PEP (no key in this namespace): nothing to look at. */
-	if (!atomic_read(&pn->keys))
-		return NF_ACCEPT;
 
 	memset(&outer, 0, sizeof(outer));
 	if (state->pf == NFPROTO_IPV4) {
@@ -788,7 +784,12 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 			les_stat_inc(pn->net, LES_STAT_PEP_MALFORMED);
 			return NF_ACCEPT;
 		}
-		/* RFC 3948: a zero SPI here is IKE's non-ESP marker. */
+		/*
+		 * RFC 3948: no more than an ESP header, or a zero SPI (below),
+		 * is IKE's or a keepalive (xfrm4_udp_encap_rcv()).
+		 */
+		if (len <= sizeof(*uh) + sizeof(struct ip_esp_hdr))
+			return NF_ACCEPT;
 		outer.esp_off += sizeof(*uh);
 		outer.esp_len = len - sizeof(*uh);
 		outer.udp = true;
@@ -806,6 +807,26 @@ static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
 	}
 
 	return les_pep_esp(pn, skb, &outer, state);
+}
+
+static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,
+				 const struct nf_hook_state *state)
+{
+	struct les_pep_net *pn = priv;
+	unsigned int verdict;
+
+	/* Not a PEP (no key in this namespace): nothing to look at. */
+	if (!atomic_read(&pn->keys))
+		return NF_ACCEPT;
+	/*
+	 * BHs off, as on the forwarding path: after an NFQUEUE verdict,
+	 * nf_reinject() runs the hooks that follow in process context, and
+	 * the backlog's and the engine's locks are taken without _bh.
+	 */
+	local_bh_disable();
+	verdict = les_pep_forward(pn, skb, state);
+	local_bh_enable();
+	return verdict;
 }
 
 /* With pn->cfg_lock held. */
