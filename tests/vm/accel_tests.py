@@ -833,19 +833,22 @@ print(sent, flush=True)
 
 # From the client's own stack, as a receiver that reneges (RFC 2018 8)
 # would look to the PEPs: once the data from the server at SRV that the
-# client has in order stops, for 0.3 s, at a hole of exactly HOLE segments
+# client has in order stops, for 0.3 s, at a hole of two to HOLE segments
 # (the hub's drops: not a reordering, nor packets a replay guard holds
-# back), ACKs of the hole's start whose SACK block claims its second half,
-# every 20 ms for SPAN seconds (well under a round trip: later, they could
-# cross the client's own ACK of the first half).  The client's TCP never
-# had that half: its cumulative ACK stops there once the first half
-# arrives.  Prints the hole, the block and how many it sent.
+# back; fewer than HOLE when a packet in the range the hub drops by ESP
+# sequence number was too short for its rule), ACKs of the hole's start
+# whose SACK block claims its second half, every 20 ms for SPAN seconds
+# (well under a round trip: later, they could cross the client's own ACK
+# of the first half).  GRO may merge what the client sees: a segment is
+# the shortest of 1000 bytes or more.  The client's TCP never had that
+# half: its cumulative ACK stops there once the first half arrives.
+# Prints the hole, the block and how many it sent.
 RENEGING_ACKS = RAW_TCP + r"""
 me, srv, holed, secs, span = (sys.argv[1], socket.inet_aton(sys.argv[2]), int(sys.argv[3]),
                               float(sys.argv[4]), float(sys.argv[5]))
 rx.settimeout(0.02)
 d = lambda a, b: (a - b) & 0xffffffff                               # noqa: E731
-rcv, ooo, stalled, hole, sent, at = None, {}, 0, None, 0, 0
+rcv, ooo, stalled, hole, sent, at, seg, most = None, {}, 0, None, 0, 0, 1 << 16, 0
 deadline = time.monotonic() + secs
 while time.monotonic() < deadline and not (hole and time.monotonic() > hole[5]):
     try:
@@ -858,6 +861,7 @@ while time.monotonic() < deadline and not (hole and time.monotonic() > hole[5]):
         sport, cport, seq, cseq = struct.unpack("!HHII", f[ihl:ihl + 12])
         n = struct.unpack("!H", f[2:4])[0] - ihl - (f[ihl + 12] >> 4) * 4
         if sport == 80 and n:
+            seg, most = (min(seg, n) if n >= 1000 else seg), max(most, n)
             # What the client's TCP has in order (rcv) and past it (ooo).
             if rcv is None:
                 rcv = seq
@@ -873,9 +877,9 @@ while time.monotonic() < deadline and not (hole and time.monotonic() > hole[5]):
                 stalled = now
             first = min(ooo, key=lambda k: d(k, rcv), default=None)
     if not hole and ooo and now - stalled >= 0.3:
-        n = d(ooo[first], first)
-        if d(first, rcv) == holed * n:
-            hole = (rcv, first, (rcv + holed // 2 * n) & 0xffffffff, cport, cseq, now + span)
+        k = d(first, rcv)
+        if 2 * seg <= k <= holed * most:
+            hole = (rcv, first, (rcv + k // seg // 2 * seg) & 0xffffffff, cport, cseq, now + span)
     if hole and now >= at:
         start, end, mid, cport, cseq, _ = hole
         send_tcp(me, srv, cport, 80, cseq, start, 0x10, 512,
