@@ -31,7 +31,7 @@ static LES_CRYPTO_DONE(les_input_cb)
 	struct sk_buff *skb = LES_CRYPTO_DATA();
 	struct les_crypt *c = LES_SKB_CB(skb)->tmp;
 
-	if (!err && c->step == LES_STEP_HZ && c->sa->pz_aead) {
+	if (!err && c->step == LES_STEP_HZ && c->pz_len) {
 		c->step = LES_STEP_PZ;
 		err = les_crypt_zone(c, skb, false, les_input_cb);
 		if (err == -EINPROGRESS)
@@ -160,7 +160,7 @@ static int les_input_done2(struct sk_buff *skb, int err)
 	struct xfrm_state *x = xfrm_input_state(skb);
 	struct les_crypt *c = LES_SKB_CB(skb)->tmp;
 	unsigned int hdrs = c->hz_len - LES_HZ_DESC_LEN;
-	bool header_only = !c->sa->pz_aead;
+	bool header_only = !c->pz_len;
 	bool tunnel = x->props.mode == XFRM_MODE_TUNNEL;
 	unsigned int l3_len, strip;
 	u8 nexthdr, flags;
@@ -294,7 +294,7 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 	err = les_crypt_zone(c, skb, false, les_input_cb);
 	if (err == -EINPROGRESS)
 		return err;
-	if (!err && !header_only) {
+	if (!err && c->pz_len) {
 		c->step = LES_STEP_PZ;
 		err = les_crypt_zone(c, skb, false, les_input_cb);
 		if (err == -EINPROGRESS)

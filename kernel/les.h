@@ -114,7 +114,7 @@ struct les_crypt {
 	bool prefix_in_skb;		/* no ESN: the prefix is the ESP header */
 	unsigned int zone_off;		/* skb offset of the IV */
 	unsigned int hz_len;		/* header zone plaintext: 6 + L */
-	unsigned int pz_len;		/* payload zone plaintext bytes */
+	unsigned int pz_len;		/* payload zone plaintext; 0: header-only */
 	int nfrags;
 	int src_nfrags;
 	/*

@@ -128,6 +128,7 @@ struct les_pep_outer {
 	unsigned int esp_off;
 	unsigned int esp_len;		/* as its receiver reads it */
 	bool udp;			/* ESP in UDP (RFC 3948) */
+	bool udp_csum;			/* whose checksum is to be checked */
 };
 
 struct workqueue_struct *les_pep_wq;
@@ -595,22 +596,26 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 }
 
 /*
- * The UDP checksum of the @len-byte datagram at @off, as its receiver
- * checks it, unless the stack already has (a NIC's, or veth's) over the
- * whole packet, as the datagram is then.  Computed aside: the skb's
- * checksum state is the forwarding path's, not ours to change.
+ * The UDP checksum of the datagram around @outer's ESP packet, as its
+ * receiver checks it, unless the stack already has (a NIC's, or veth's)
+ * over the whole packet, as the datagram is then.  Computed aside: the
+ * skb's checksum state is the forwarding path's, not ours to change.
  */
-static bool les_pep_udp_csum_ok(const struct sk_buff *skb, unsigned int off,
-				unsigned int len, unsigned short family)
+static bool les_pep_udp_csum_ok(const struct sk_buff *skb,
+				const struct les_pep_outer *outer)
 {
+	unsigned int off = outer->esp_off - sizeof(struct udphdr);
+	unsigned int len = outer->esp_len + sizeof(struct udphdr);
 	__wsum csum;
 
+	if (!outer->udp_csum)
+		return true;
 	if (len == skb->len - off &&
 	    (skb->ip_summed == CHECKSUM_UNNECESSARY ||
 	     skb->ip_summed == CHECKSUM_PARTIAL))
 		return true;
 	csum = skb_checksum(skb, off, len, 0);
-	if (family == AF_INET)
+	if (outer->family == AF_INET)
 		return !csum_tcpudp_magic(ip_hdr(skb)->saddr, ip_hdr(skb)->daddr,
 					  len, IPPROTO_UDP, csum);
 	return !csum_ipv6_magic(&ipv6_hdr(skb)->saddr, &ipv6_hdr(skb)->daddr,
@@ -685,6 +690,12 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	if (!sa || sa->role != LES_ROLE_PEP_VIEW ||
 	    (!draining && READ_ONCE(x->km.state) != XFRM_STATE_VALID)) {
 		les_stat_inc(net, LES_STAT_PEP_NO_KEY);
+		xfrm_state_put(x);
+		return NF_ACCEPT;
+	}
+	/* Only a packet the PEP reads pays for its UDP checksum. */
+	if (!les_pep_udp_csum_ok(skb, outer)) {
+		les_stat_inc(net, LES_STAT_PEP_MALFORMED);
 		xfrm_state_put(x);
 		return NF_ACCEPT;
 	}
@@ -772,15 +783,16 @@ static unsigned int les_pep_forward(struct les_pep_net *pn,
 		 * The datagram as the receiver's UDP reads it (udp_rcv(),
 		 * __udp6_lib_rcv()): a shorter length cuts the packet, IPv6's 0
 		 * is all of it, a longer one or a bad checksum (0 is none over
-		 * IPv4, RFC 768) is dropped.  ICV2 must vouch for just that,
-		 * or a copy held would fail there with every resend.
+		 * IPv4, RFC 768, and refused over IPv6, RFC 8200 8.1; the sum
+		 * is checked once its SPI is known, in les_pep_esp()) is
+		 * dropped.  ICV2 must vouch for just that, or a copy held
+		 * would fail there with every resend.
 		 */
 		len = ntohs(uh->len);
 		if (!len && outer.family == AF_INET6)
 			len = skb->len - outer.esp_off;
 		if (len < sizeof(*uh) || len > skb->len - outer.esp_off ||
-		    ((uh->check || outer.family == AF_INET6) &&
-		     !les_pep_udp_csum_ok(skb, outer.esp_off, len, outer.family))) {
+		    (!uh->check && outer.family == AF_INET6)) {
 			les_stat_inc(pn->net, LES_STAT_PEP_MALFORMED);
 			return NF_ACCEPT;
 		}
@@ -793,6 +805,7 @@ static unsigned int les_pep_forward(struct les_pep_net *pn,
 		outer.esp_off += sizeof(*uh);
 		outer.esp_len = len - sizeof(*uh);
 		outer.udp = true;
+		outer.udp_csum = uh->check || outer.family == AF_INET6;
 	} else {
 		outer.esp_len = skb->len - outer.esp_off;
 	}
