@@ -234,20 +234,23 @@ def udp_refused(t, cfg, ab, seq):
     """ESP in UDP that its receiver's UDP refuses, though the ESP packet in
     it is genuine: a UDP length 4 bytes short (the receiver cuts the
     packet there, and the checksum, made over all of it, fails over what
-    is left), and a wrong checksum.  The PEP reads the datagram as the
-    receiver does, and neither: each is counted as malformed and
-    forwarded, b's xfrm sees neither.  veth
+    is left), a wrong checksum, and over IPv6 a checksum of 0 (RFC 8200
+    8.1).  The PEP reads the datagram as the receiver does, and none:
+    each is counted as malformed and forwarded, b's xfrm sees none.  veth
     marks a checksum verified (NETIF_F_RXCSUM) on the way in, where a NIC
     marks only a good one: that is off on m's and b's ends meanwhile."""
     src, dst = cfg.inner("a"), cfg.inner("b")
     inner = P.ip_packet(src, dst, 6, P.tcp_segment(src, dst, 41002, 7300, flags=0x02))
     oa, ob = cfg.outer("a"), cfg.outer("b")
     pkts = []
-    for i, how in enumerate(("short length", "bad checksum")):
+    hows = ("short length", "bad checksum") + (("zero checksum",) if cfg.ofam == 6 else ())
+    for i, how in enumerate(hows):
         e = Z.seal(ab.spi, ab.seq64(seq + i), cfg.esn, ab.k2, ab.k1, cfg.inner_nexthdr(6), inner)
         udp = bytearray(P.udp_segment(oa, ob, P.NAT_T_PORT, P.NAT_T_PORT, e))
         if how == "short length":
             udp[4:6] = (len(udp) - 4).to_bytes(2, "big")
+        elif how == "zero checksum":
+            udp[6:8] = b"\0\0"
         else:
             udp[6:8] = (int.from_bytes(udp[6:8], "big") ^ 0x5a5a or 1).to_bytes(2, "big")
         pkts.append(P.ip_packet(oa, ob, P.IPPROTO_UDP, bytes(udp)))
@@ -263,7 +266,7 @@ def udp_refused(t, cfg, ab, seq):
         for ns, dev in ends:
             sh(f"ethtool -K {dev} rx on", ns=ns, check=False)
     dm, db = delta(cm, counters("m")), delta(cb, counters("b"))
-    ok = (dm.get("LesPepMalformed") == 2 and "LesPepOpened" not in dm and
+    ok = (dm.get("LesPepMalformed") == len(hows) and "LesPepOpened" not in dm and
           "LesPepAuthFailed" not in dm and lesctl_j("pep show")["flows"] == flows_before and
           not any(k.startswith(("LesIn", "XfrmIn")) for k in db))
     return ok, {"m": dm, "b": db}
@@ -820,7 +823,7 @@ def run(T, out, ko):
                   forged, t, cfg, ab, 50000)
             if cfg.encap:
                 T.run("ESP in UDP that its receiver's UDP refuses (a short length, a wrong "
-                      "checksum) is counted as malformed and forwarded unread",
+                      "checksum, 0 over IPv6) is counted as malformed and forwarded unread",
                       udp_refused, t, cfg, ab, 50020)
                 T.run("ESP in UDP with bytes after its UDP length, which its receiver's UDP "
                       "cuts, is read as the receiver reads it: opened",
