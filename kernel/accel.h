@@ -185,6 +185,14 @@ struct les_accel_dir {
 	bool ts_passed_valid;
 	u32 ts_passed;
 	unsigned long ts_passed_at;
+	/*
+	 * Since then, the furthest sequence number sent on, and the newest
+	 * TSval of data that may be below a copy held under it later: data
+	 * sent on below it, before a hole opened, or before data that went
+	 * on unheld (les_early_ts_held()).
+	 */
+	u32 ts_high;
+	u32 ts_below;
 	struct list_head held;	/* by sequence number */
 	u32 held_bytes;
 	bool unheld;		/* data up to @unheld_end went on unheld */

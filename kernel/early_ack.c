@@ -186,19 +186,48 @@ static bool les_early_ts_recent(const struct les_accel_dir *d)
 	       time_before(jiffies, d->ts_passed_at + msecs_to_jiffies(LES_ACCEL_RTO_MAX_MS));
 }
 
+static void les_early_ts_newest(u32 *newest, u32 tsval)
+{
+	if ((s32)(tsval - *newest) > 0)
+		*newest = tsval;
+}
+
 static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
-			      const struct les_tcp_seg *t, u32 end)
+			      const struct les_tcp_seg *t, u32 end, bool held)
 {
 	u32 tsval = t->tsval;
 	struct les_held *h;
 
 	if (!d->ts || !t->has_ts)
 		return;
-	if (!les_early_ts_recent(d) || !before(tsval, d->ts_passed)) {
+	if (!les_early_ts_recent(d)) {
 		d->ts_passed = tsval;
+		d->ts_below = tsval;
+		d->ts_high = end;
 		d->ts_passed_at = jiffies;
 		d->ts_passed_valid = true;
+	} else {
+		/* A hole opens: what fills it is above all sent before. */
+		if (after(t->seq, d->ts_high))
+			les_early_ts_newest(&d->ts_below, d->ts_passed);
+		else if (before(t->seq, d->ts_high))
+			les_early_ts_newest(&d->ts_below, tsval);
+		if (after(end, d->ts_high))
+			d->ts_high = end;
+		if (!before(tsval, d->ts_passed)) {
+			d->ts_passed = tsval;
+			d->ts_passed_at = jiffies;
+		}
 	}
+	/*
+	 * Sent on unheld, it keeps no place: a copy held there later is no
+	 * hole's, and may be older than all sent so far.
+	 */
+	if (!held)
+		les_early_ts_newest(&d->ts_below, d->ts_passed);
+	/* In order, it stays behind: within half the TSval space, as a mark. */
+	if ((s32)(d->ts_passed - d->ts_below) > (1 << 30))
+		d->ts_below = d->ts_passed - (1 << 30);
 	list_for_each_entry_reverse(h, &d->held, node) {
 		if (!after(h->end, end))
 			break;
@@ -215,13 +244,25 @@ static void les_early_ts_mark(struct les_pep_net *pn, struct les_accel_dir *d,
 
 /*
  * Copy @h, just held, is older by more than a tick than data sent on
- * before it, a resend perhaps: marked as les_early_ts_mark() would have.
+ * before it and below it, a resend: marked as les_early_ts_mark() would
+ * have.  Past all sent on, that is everything sent; under it, a hole's
+ * filler, what was sent before the hole opened or below the furthest
+ * since (ts_below; data sent on unheld leaves no hole, and counts as
+ * everything sent before it).  The sender's first sendings carry TSvals
+ * in sequence order: one that fills a hole after the segments past it
+ * overtook it (a starved or multi-queue sender's) is not behind them;
+ * marked, it would hold the ACK point a hop round trip, past the
+ * sender's timeout.
  */
 static void les_early_ts_held(struct les_pep_net *pn, struct les_accel_dir *d,
 			      struct les_held *h, const struct les_tcp_seg *t)
 {
-	if (d->ts && t->has_ts && les_early_ts_recent(d) &&
-	    (s32)(d->ts_passed - t->tsval) > 1)
+	u32 newest;
+
+	if (!d->ts || !t->has_ts || !les_early_ts_recent(d))
+		return;
+	newest = after(h->end, d->ts_high) ? d->ts_passed : d->ts_below;
+	if ((s32)(newest - t->tsval) > 1)
 		les_early_behind(pn, h);
 }
 
@@ -268,7 +309,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		if (d->early) {
 			les_early_unheld(d, end);
 			if (len)
-				les_early_ts_mark(pn, d, t, end);
+				les_early_ts_mark(pn, d, t, end, false);
 		}
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
@@ -278,7 +319,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	 * (we never held it).
 	 */
 	if (d->late && before(seq, d->start)) {
-		les_early_ts_mark(pn, d, t, end);
+		les_early_ts_mark(pn, d, t, end, false);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -311,7 +352,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_FAIL_OPEN);
 		les_early_unheld(d, end);
-		les_early_ts_mark(pn, d, t, end);
+		les_early_ts_mark(pn, d, t, end, false);
 		les_hop_queue_skb(pn, skb, todo, false);
 		return;
 	}
@@ -331,7 +372,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	an->held_bytes += len;
 	les_stat_add(pn->net, LES_STAT_ACCEL_EARLY_BYTES, len);
 	les_early_ts_held(pn, d, h, t);
-	les_early_ts_mark(pn, d, t, end);
+	les_early_ts_mark(pn, d, t, end, true);
 	/*
 	 * In order, the ACK point moves past it and past what came early
 	 * and now joins it; out of order (the sender's packets may overtake

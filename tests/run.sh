@@ -145,11 +145,11 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # timed flows (idle flows), the flow dump (round trips); Debian 6.1 the
 # others, which
 # take those paths again in other settings (transport mode, NAT-T, IPv6,
-# upload, a hop that reorders, the timer's resend) or only the engine's
+# upload, a hop or a sender that reorders, the timer's resend) or only the engine's
 # start (accel off, small buffer, short replay window), and rekeys (keyed by
 # charon: step ike runs on 6.1 too).
 each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|resends as sent|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|lan mutants|udp flood|forged far seq|flush|sack reneging|syn mid transfer)$'
-other_paths='^(accel off|small buffer|ack key deleted|hop misbehaves|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|ipv6|rekeys|rst out of window)$'
+other_paths='^(accel off|small buffer|ack key deleted|hop misbehaves|sender overtaken|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|ipv6|rekeys|rst out of window)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts t0 usual took pct
 	vmlog=$out/vm-$k.txt
