@@ -26,4 +26,11 @@
 #define LES_HAVE_SA_DIR		0
 #endif
 
+/* 6.5 moved skb_gso_segment() from netdevice.h to net/gso.h. */
+#if LINUX_VERSION_CODE >= KERNEL_VERSION(6, 5, 0)
+#include <net/gso.h>
+#else
+#include <linux/netdevice.h>
+#endif
+
 #endif /* LES_COMPAT_H */

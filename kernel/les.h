@@ -170,6 +170,7 @@ enum les_stat {
 	LES_STAT_PEP_KEY_EXPIRED,
 	LES_STAT_PEP_OUTER_FRAGMENT,
 	LES_STAT_PEP_GSO,
+	LES_STAT_PEP_GSO_UNREAD,
 	LES_STAT_PEP_REPLAY,
 	LES_STAT_PEP_RST_OOW,
 	/* acceleration engine (accel.c and its parts) */

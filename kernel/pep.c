@@ -36,10 +36,12 @@
 #include <net/ipv6.h>
 #include <net/netns/generic.h>
 #include <net/net_namespace.h>
+#include <net/netfilter/nf_conntrack.h>
 #include <net/netfilter/ipv4/nf_defrag_ipv4.h>
 #include <net/netfilter/ipv6/nf_defrag_ipv6.h>
 
 #include "les.h"
+#include "compat.h"
 #include "pep.h"
 
 /*
@@ -723,6 +725,10 @@ static unsigned int les_pep_esp(struct les_pep_net *pn, struct sk_buff *skb,
 	return skb_dst(skb) ? NF_ACCEPT : NF_DROP;
 }
 
+static unsigned int les_pep_forward_gso(struct les_pep_net *pn,
+					struct sk_buff *skb,
+					const struct nf_hook_state *state);
+
 static unsigned int les_pep_forward(struct les_pep_net *pn,
 				    struct sk_buff *skb,
 				    const struct nf_hook_state *state)
@@ -779,6 +785,9 @@ static unsigned int les_pep_forward(struct les_pep_net *pn,
 		uh = skb_header_pointer(skb, outer.esp_off, sizeof(_uh), &_uh);
 		if (!uh || (uh->dest != port && uh->source != port))
 			return NF_ACCEPT;
+		/* UDP GRO's: several datagrams behind this header. */
+		if (skb_is_gso(skb))
+			return les_pep_forward_gso(pn, skb, state);
 		/*
 		 * The datagram as the receiver's UDP reads it (udp_rcv(),
 		 * __udp6_lib_rcv()): a shorter length cuts the packet, IPv6's 0
@@ -809,17 +818,67 @@ static unsigned int les_pep_forward(struct les_pep_net *pn,
 	} else {
 		outer.esp_len = skb->len - outer.esp_off;
 	}
-	/*
-	 * A GSO skb (UDP GRO forwarding of ESP-in-UDP) holds several ESP
-	 * packets behind one header: its first would stand for all.  Counted,
-	 * not read.
-	 */
+	/* ESP's own GSO is xfrm offload's, made on the way out: not read. */
 	if (skb_is_gso(skb)) {
-		les_stat_inc(pn->net, LES_STAT_PEP_GSO);
+		les_stat_inc(pn->net, LES_STAT_PEP_GSO_UNREAD);
 		return NF_ACCEPT;
 	}
 
 	return les_pep_esp(pn, skb, &outer, state);
+}
+
+/*
+ * A GSO skb of UDP GRO forwarding holds several ESP-in-UDP packets behind
+ * one header.  Accelerating, to or from the hop, one unread could carry its
+ * SA past the replay guard or land past its receiver's window, costing data
+ * the far PEP ACKed early (docs/accel.md 8): there each is read, split as
+ * nfqueue splits what it queues (nfnetlink_queue.c) and given the verdict
+ * it earns, the engine sending it on as it sends what it takes.  Elsewhere
+ * it passes unread, so that an observer changes nothing of what it
+ * forwards, nor which hooks see it.  GRO checked each datagram's checksum:
+ * the parts keep it for the device (CHECKSUM_PARTIAL), and their pages.
+ */
+static unsigned int les_pep_forward_gso(struct les_pep_net *pn,
+					struct sk_buff *skb,
+					const struct nf_hook_state *state)
+{
+	struct nf_conn *ct = (struct nf_conn *)skb_nfct(skb);
+	struct sk_buff *segs, *seg, *next;
+
+	/*
+	 * Parts released later by the pacer, on another CPU, and parts
+	 * forwarded now must not confirm a new conntrack entry at once (as
+	 * nfqueue refuses to queue them): its first packets pass unread.
+	 */
+	if (!les_pep_hop(pn, skb, state) || (ct && !nf_ct_is_confirmed(ct)))
+		goto unread;
+	segs = skb_gso_segment(skb, NETIF_F_SG | NETIF_F_HW_CSUM);
+	/* What is left of @skb may have lost its frag list: not forwarded. */
+	if (IS_ERR(segs)) {
+		les_stat_inc(pn->net, LES_STAT_PEP_ERRORS);
+		return NF_DROP;
+	}
+	if (!segs)
+		goto unread;
+	les_stat_inc(pn->net, LES_STAT_PEP_GSO);
+	consume_skb(skb);
+	skb_list_walk_safe(segs, seg, next) {
+		skb_mark_not_on_list(seg);
+		switch (les_pep_forward(pn, seg, state)) {
+		case NF_ACCEPT:
+			state->okfn(state->net, state->sk, seg);
+			break;
+		case NF_STOLEN:
+			break;
+		default:
+			kfree_skb_reason(seg, SKB_DROP_REASON_NETFILTER_DROP);
+		}
+	}
+	return NF_STOLEN;
+
+unread:
+	les_stat_inc(pn->net, LES_STAT_PEP_GSO_UNREAD);
+	return NF_ACCEPT;
 }
 
 static unsigned int les_pep_hook(void *priv, struct sk_buff *skb,

@@ -57,6 +57,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_PEP_KEY_EXPIRED]	= "LesPepKeyExpired",
 	[LES_STAT_PEP_OUTER_FRAGMENT]	= "LesPepOuterFragment",
 	[LES_STAT_PEP_GSO]		= "LesPepGso",
+	[LES_STAT_PEP_GSO_UNREAD]	= "LesPepGsoUnread",
 	[LES_STAT_PEP_REPLAY]		= "LesPepReplay",
 	[LES_STAT_PEP_RST_OOW]		= "LesPepRstOutOfWindow",
 	[LES_STAT_ACCEL_FLOWS]		= "LesAccelFlows",

@@ -43,6 +43,8 @@ checked by hash: whatever happens to the engine, no byte is lost.
 * transport mode (the SAs between the endpoints' own addresses): the same
   engine, the same fetch;
 * IPv6 in IPv6 (inner and outer): the same engine, the same fetch;
+* UDP GRO forwarding into the hub (IPv6, ESP in UDP): the hub splits each
+  GSO skb and reads every ESP packet in it, the same fetch;
 * a hop that fragments the ESP packets (MTU 1280, DF clear): the remote
   PEP reads them reassembled, the same fetch;
 * an outsider at the hop sending mutants (bits flipped, cut, extended,
@@ -2229,7 +2231,7 @@ def fragmenting_hop(T, prof, sums):
 
 
 def ipv6(T, prof, sums):
-    """The testbed again in IPv6 (last: the topology is rebuilt)."""
+    """The testbed again in IPv6 (at the end: the topology is rebuilt)."""
     tb.topology_down()
     tb.set_family(6)
     try:
@@ -2247,6 +2249,53 @@ def ipv6(T, prof, sums):
          not d["hpep"].get("LesAccelErrors", 0) and not d["rpep"].get("LesAccelErrors", 0),
          "IPv6 in IPv6: the 1 MB arrive intact, ACKed early by the hub",
          {"fetch": res, "peps": d})
+
+
+def gso(T, prof, sums):
+    """The testbed in IPv6, every SA in UDP (whose checksum UDP GRO needs:
+    kernel/output.c), UDP GRO forwarding on the hub's LAN device
+    (`rx-udp-gro-forwarding`; the server's packets leave in bursts through
+    netem): the server's ESP packets reach the hub's hook as GSO skbs,
+    several behind one header.  The hub splits each and reads every packet:
+    its key opens as many as the server's SA sent, none passes unread, and
+    the 1 MB arrive intact, ACKed early (last: the topology is rebuilt)."""
+    tb.topology_down()
+    tb.set_family(6)
+    holds = []
+    try:
+        tb.topology_up()
+        tb.endpoint_tcp([prof])
+        sums6 = tb.server_up({w: _CONF["workloads"][w] for w in ("1M",)})
+        tb.hop_up(prof)
+        tb.sh("ethtool -K h-s gro on rx-udp-gro-forwarding on", "hpep")
+        tb.sh("tc qdisc replace dev s-h root netem delay 1ms", "server")
+        holds = tb.encap_hold()
+        mode = tb.Mode("les-pep", prof, encap=True)
+        spi = mode.sas["down"]
+        before = {n: stats(n) for n in PEPS}
+        res = tb.fetch("1M", tb_conf("1M"), sums6, 60)
+        # Every packet of the SA, from its first: the hub's opener may
+        # still have one of the connection's close to read.
+        wait_for(lambda: sa_packets("hpep", spi) == sa_packets("server", spi), 5, 0.2)
+        sent, read = sa_packets("server", spi), sa_packets("hpep", spi)
+        d = {n: delta(before[n], stats(n)) for n in PEPS}
+    finally:
+        for p in holds:
+            p.kill()
+            p.wait()
+        tb.set_family(4)
+    h = d["hpep"]
+    print(f"# gso: the server's SA sent {sent} packets, the hub's key read {read}; "
+          f"{h.get('LesPepGso', 0)} GSO skbs split, {h.get('LesPepGsoUnread', 0)} unread; "
+          f"{res.get('total')} s", flush=True)
+    T.ok(res["status"] == "ok" and h.get("LesPepGso", 0) > 0 and not h.get("LesPepGsoUnread") and
+         read == sent and h.get("LesAccelEarlyAckedBytes", 0) >= 10 ** 6 // 2 and
+         not any(d[n].get(k) for n in PEPS
+                 for k in ("LesAccelLost", "LesAccelErrors", "LesPepErrors")),
+         "UDP GRO forwarding into the hub (GSO skbs): each is split, every ESP packet read "
+         "(the hub's key opened as many as the server's SA sent), the 1 MB arrive intact, "
+         "ACKed early",
+         {"fetch": res, "server sent": sent, "hub read": read, "peps": d})
 
 
 def client_opens():
@@ -2577,7 +2626,7 @@ def run(T, out, ko):
                              ("nat-t", nat_t), ("rekeys", rekeys),
                              ("transport", transport), ("fragmenting hop", fragmenting_hop),
                              ("mutants", mutants_on_hop), ("lan mutants", lan_mutants),
-                             ("ipv6", ipv6)):
+                             ("ipv6", ipv6), ("gso", gso)):
                 if not re.search(os.environ.get("LES_ACCEL_ONLY", ""), name):
                     if rnd:
                         continue

@@ -28,7 +28,7 @@ PORT = 7300
 CHUNK, PAUSE_MS = 100, 15       # paced so that no receive queue overflows
 PEP_OUTCOMES = ("LesPepOpened", "LesPepNoKey", "LesPepAuthFailed", "LesPepMalformed",
                 "LesPepNotTcp", "LesPepSkipped", "LesPepBacklogFull", "LesPepKeyExpired",
-                "LesPepErrors", "LesPepOuterFragment", "LesPepGso", "LesPepReplay")
+                "LesPepErrors", "LesPepOuterFragment", "LesPepGsoUnread", "LesPepReplay")
 
 
 class Base:

@@ -272,6 +272,34 @@ def udp_refused(t, cfg, ab, seq):
     return ok, {"m": dm, "b": db}
 
 
+def gso_passes(t, cfg, ab, ba):
+    """UDP GRO forwarding on m's way in from a (`rx-udp-gro-forwarding`;
+    veth merges only what comes from a device without TSO, and a's sends
+    leave in bursts through netem): ESP in UDP reaches the hook as GSO
+    skbs, several ESP packets behind one header.  An observing PEP passes
+    them unread, as they came (only an accelerating one splits them:
+    `accel gso`), and b gets every byte."""
+    feats = ("tcp-segmentation-offload", "generic-receive-offload", "rx-udp-gro-forwarding")
+    short = {"tcp-segmentation-offload": "tso", "generic-receive-offload": "gro"}
+    was = {}
+    for ns, dev in (("a", "a-m"), ("m", "m-a")):
+        for ln in sh(f"ethtool -k {dev}", ns=ns).stdout.splitlines():
+            name, _, val = ln.strip().partition(": ")
+            if name in feats:
+                was[(ns, dev, name)] = val.split()[0]
+    try:
+        sh("ethtool -K a-m tso off && tc qdisc replace dev a-m root netem delay 1ms", ns="a")
+        sh("ethtool -K m-a gro on rx-udp-gro-forwarding on", ns="m")
+        tr = Transfer(t, cfg, ab, ba, 7270, nbytes=256 * 1024, tag="pep-gso")
+    finally:
+        sh("tc qdisc del dev a-m root", ns="a", check=False)
+        for (ns, dev, name), val in was.items():
+            sh(f"ethtool -K {dev} {short.get(name, name)} {val}", ns=ns, check=False)
+    d = tr.delta
+    return (tr.delivered()[0] and d.get("LesPepGsoUnread", 0) > 0 and
+            not d.get("LesPepGso") and not d.get("LesPepErrors"), {"m": d})
+
+
 def udp_trailer(t, cfg, ab, seq):
     """ESP in UDP with bytes after its UDP length: the receiver's UDP cuts
     them and takes the datagram (udp_rcv()), so the PEP reads the datagram
@@ -819,6 +847,11 @@ def run(T, out, ko):
                   for s in ("initiator", "responder")})
             T.run("forwarded packets are not modified (ESP bytes in = out)", tr.unchanged_on_the_wire)
             T.run("the payload's plaintext appears nowhere on the PEP", tr.no_plaintext)
+            if cfg.encap:
+                # Before the crafted packets below move b's replay window on.
+                T.run("ESP in UDP merged by UDP GRO forwarding (GSO skbs) passes an observing "
+                      "PEP unread, as it came (LesPepGsoUnread)",
+                      gso_passes, t, cfg, ab, ba)
             T.run("forged header zones are counted and forwarded untouched",
                   forged, t, cfg, ab, 50000)
             if cfg.encap:
