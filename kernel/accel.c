@@ -55,8 +55,8 @@ static struct les_accel_flow *les_accel_flow_get(struct les_pep_net *pn,
 	atomic_inc(&pn->accel.active);
 	f->accel = af;
 	if (list_is_singular(&pn->accel.flows))
-		mod_delayed_work(les_pep_wq, &pn->accel.tick,
-				 msecs_to_jiffies(LES_ACCEL_TICK_MS));
+		les_accel_tick_queue(&pn->accel,
+				     msecs_to_jiffies(LES_ACCEL_TICK_MS), true);
 	return af;
 }
 
@@ -94,7 +94,7 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 		spin_lock_bh(&an->orphans.lock);
 		skb_queue_splice_tail(&out, &an->orphans);
 		spin_unlock_bh(&an->orphans.lock);
-		mod_delayed_work(les_pep_wq, &an->tick, 0);
+		les_accel_tick_queue(an, 0, true);
 	}
 }
 
@@ -220,6 +220,12 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);
 }
 
+/* Configured on, and its tick keeps time: new data may be ACKed early. */
+static bool les_accel_taking(const struct les_accel_net *an)
+{
+	return READ_ONCE(an->cfg.on) && !READ_ONCE(an->late);
+}
+
 /* No new early ACKs for @d's data; what is held is still delivered. */
 void les_accel_early_stop(struct les_accel_dir *d)
 {
@@ -275,7 +281,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	 */
 	if (!gone)
 		f->side[from].key_went = false;
-	on = READ_ONCE(an->cfg.on) && !gone && !f->side[!from].key_went;
+	on = les_accel_taking(an) && !gone && !f->side[!from].key_went;
 
 	if (on && to_hop)
 		les_accel_start(pn, f, from, pkt, view);
@@ -310,7 +316,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	/* A straggler under a key that went, its side moved on (a rekey). */
 	if (gone && d->view && !les_view_gone(d->view)) {
 		gone = false;
-		on = READ_ONCE(an->cfg.on) && !f->side[!from].key_went;
+		on = les_accel_taking(an) && !f->side[!from].key_went;
 	}
 	if (gone)
 		f->side[from].key_went = true;
@@ -524,6 +530,55 @@ static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
  * flows that have any (a packet put them on the timed list; the tick takes
  * them off once nothing is left to time), then a few of the others.
  */
+/*
+ * The tick, @delay jiffies from now; @reset: at that time even if it is
+ * queued already, which otherwise keeps its time.  Its due time is noted
+ * before it is queued, so that it never reads an older one.
+ */
+void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
+			  bool reset)
+{
+	if (!reset && delayed_work_pending(&an->tick))
+		return;
+	WRITE_ONCE(an->tick_due, jiffies + delay);
+	if (reset)
+		mod_delayed_work(les_pep_wq, &an->tick, delay);
+	else
+		queue_delayed_work(les_pep_wq, &an->tick, delay);
+}
+
+/*
+ * How much of each window the tick spends overdue, and whether the engine
+ * keeps time enough to ACK early (accel.h): while it does not, it takes
+ * no new data, as if switched off, and delivers what it holds.  A share,
+ * not a mean: a host stalled most of each second and on time between
+ * stalls runs many ticks on time and few late.
+ */
+static void les_accel_tick_late(struct les_pep_net *pn)
+{
+	struct les_accel_net *an = &pn->accel;
+	unsigned long now = jiffies, span;
+	long late = (long)(now - READ_ONCE(an->tick_due));
+
+	if (late <= 0)
+		late = 0;
+	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US, jiffies_to_usecs(late));
+	if (late > 1)
+		an->late_sum += late - 1;
+	span = now - an->late_since;
+	if (span < msecs_to_jiffies(LES_ACCEL_LATE_WINDOW_MS))
+		return;
+	WRITE_ONCE(an->late_pct, min_t(unsigned long, 100, an->late_sum * 100 / span));
+	an->late_since = now;
+	an->late_sum = 0;
+	if (!an->late && an->late_pct > LES_ACCEL_LATE_PCT) {
+		WRITE_ONCE(an->late, true);
+		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE);
+	} else if (an->late && an->late_pct <= LES_ACCEL_ON_TIME_PCT) {
+		WRITE_ONCE(an->late, false);
+	}
+}
+
 static void les_accel_tick(struct work_struct *work)
 {
 	struct les_accel_net *an = container_of(to_delayed_work(work),
@@ -535,6 +590,7 @@ static void les_accel_tick(struct work_struct *work)
 	ktime_t now;
 	bool more;
 
+	les_accel_tick_late(pn);
 	les_accel_orphans(pn);
 	les_accel_todo_init(&todo, &an->pacer);
 	spin_lock_bh(&pn->flows.lock);
@@ -555,7 +611,9 @@ static void les_accel_tick(struct work_struct *work)
 	les_accel_sweep(pn, now);
 	/* The pacer has room again: what waits for it goes in. */
 	les_hop_drain(pn, &todo);
-	more = !list_empty(&an->flows) || !list_empty(&an->hop_busy);
+	/* Late, it runs on to see when it keeps time again. */
+	more = !list_empty(&an->flows) || !list_empty(&an->hop_busy) ||
+	       READ_ONCE(an->late);
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_US,
 		     ktime_us_delta(ktime_get(), now));
 	spin_unlock_bh(&pn->flows.lock);
@@ -564,8 +622,8 @@ static void les_accel_tick(struct work_struct *work)
 	les_accel_todo_run(pn, &todo);
 	les_accel_send_acks(pn, true);
 	if (more)
-		queue_delayed_work(les_pep_wq, &an->tick,
-				   msecs_to_jiffies(LES_ACCEL_TICK_MS));
+		les_accel_tick_queue(an, msecs_to_jiffies(LES_ACCEL_TICK_MS),
+				     false);
 }
 
 void les_accel_net_init(struct les_pep_net *pn)
@@ -590,6 +648,11 @@ void les_accel_net_init(struct les_pep_net *pn)
 	an->fwd_okfn[1] = NULL;
 	skb_queue_head_init(&an->orphans);
 	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
+	an->tick_due = jiffies;
+	an->late_since = jiffies;
+	an->late_sum = 0;
+	an->late_pct = 0;
+	an->late = false;
 	spin_lock_init(&an->origin_lock);
 	INIT_LIST_HEAD(&an->origin_sas);
 	for (i = 0; i < ARRAY_SIZE(an->views); i++)

@@ -46,6 +46,17 @@ struct les_sa;
  */
 #define LES_ACCEL_FAR_HOLD_ROUNDS	3
 #define LES_ACCEL_TICK_MS		10
+/*
+ * The share of a window the tick spent overdue (by more than the timer's
+ * grain, a jiffy) past which the engine takes no new data to ACK early, as
+ * if switched off, and at most which it takes data again (accel.c): on a
+ * host that cannot run the engine's timers (a starved CPU, an emulated
+ * machine that loses its timer interrupts) its resends and ACKs come late,
+ * and the endpoints' own TCP, forwarded, does better.
+ */
+#define LES_ACCEL_LATE_WINDOW_MS	1000
+#define LES_ACCEL_LATE_PCT		50
+#define LES_ACCEL_ON_TIME_PCT		25
 /* Flows with no work for the tick it looks at per tick, for keys gone. */
 #define LES_ACCEL_SWEEP			64
 /* Packets of an SA the LAN may reorder, on top of the hop's (accel.c). */
@@ -346,6 +357,17 @@ struct les_accel_net {
 	/* Flows with engine state: the hook takes packets while there are. */
 	atomic_t active;
 	struct delayed_work tick;	/* timers, orphans */
+	/*
+	 * The tick's timing (accel.c): when it is due, the window it is
+	 * measured in and how long it was overdue there (jiffies), the last
+	 * window's share overdue (%), and whether that is too late to ACK
+	 * early.
+	 */
+	unsigned long tick_due;
+	unsigned long late_since;
+	unsigned long late_sum;
+	u32 late_pct;
+	bool late;
 	struct list_head flows;		/* accelerated flows: flow table lock */
 	/* Flows the tick has work for: a packet puts one here (accel.c). */
 	struct list_head timed;
@@ -401,6 +423,8 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
 bool les_accel_flow_busy(const struct les_flow_table *t,
 			 const struct les_flow *f);
 void les_accel_early_stop(struct les_accel_dir *d);
+void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
+			  bool reset);
 void les_accel_release(struct les_accel_net *an, struct sk_buff *skb);
 void les_accel_note_okfn(struct les_accel_net *an,
 			 const struct nf_hook_state *state);

@@ -51,7 +51,9 @@ static int les_genl_put_config(struct sk_buff *msg, struct net *net)
 	    nla_put_u32(msg, LES_A_PEER_BUFFER, READ_ONCE(ac->peer_buffer)) ||
 	    nla_put_u64_64bit(msg, LES_A_HELD, held, LES_A_PAD) ||
 	    nla_put_u32(msg, LES_A_ACCEL_FLOWS, atomic_read(&pn->accel.active)) ||
-	    nla_put_u64_64bit(msg, LES_A_MEM, mem, LES_A_PAD))
+	    nla_put_u64_64bit(msg, LES_A_MEM, mem, LES_A_PAD) ||
+	    nla_put_u32(msg, LES_A_TICK_LATE, READ_ONCE(pn->accel.late_pct)) ||
+	    nla_put_u8(msg, LES_A_LATE, READ_ONCE(pn->accel.late)))
 		return -EMSGSIZE;
 	if (nla_put_u8(msg, LES_A_HOOK, READ_ONCE(pn->hook_on)) ||
 	    nla_put_u32(msg, LES_A_MAX_FLOWS, READ_ONCE(t->max_flows)) ||

@@ -202,6 +202,8 @@ enum les_stat {
 	LES_STAT_ACCEL_TICKS,		/* runs of the engine's tick */
 	LES_STAT_ACCEL_TICK_FLOWS,	/* flows they timed */
 	LES_STAT_ACCEL_TICK_US,		/* microseconds they held the flow table */
+	LES_STAT_ACCEL_TICK_LATE_US,	/* microseconds they ran after they were due */
+	LES_STAT_ACCEL_LATE,		/* times the tick ran too late to ACK early */
 	LES_STAT_MAX
 };
 

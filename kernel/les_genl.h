@@ -49,6 +49,8 @@ enum les_attr {
 	LES_A_HELD,		/* u64: bytes held now (read only) */
 	LES_A_ACCEL_FLOWS,	/* u32: flows with engine state now (read only) */
 	LES_A_MEM,		/* u64: what is kept, charged against buffer (read only) */
+	LES_A_TICK_LATE,	/* u32: % of the last second the tick was overdue (read only) */
+	LES_A_LATE,		/* u8: too late to ACK early: no new data taken (read only) */
 	__LES_A_MAX,
 };
 

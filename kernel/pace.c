@@ -442,8 +442,8 @@ static void les_hop_append(struct les_pep_net *pn, struct les_hop_lane *l,
 	struct les_accel_net *an = &pn->accel;
 
 	if (list_empty(&an->hop_busy))
-		queue_delayed_work(les_pep_wq, &an->tick,
-				   msecs_to_jiffies(LES_ACCEL_TICK_MS));
+		les_accel_tick_queue(an, msecs_to_jiffies(LES_ACCEL_TICK_MS),
+				     false);
 	if (list_empty(&l->busy))
 		list_add_tail(&l->busy, &an->hop_busy);
 	list_add_tail(&h->wait, &l->queue);

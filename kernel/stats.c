@@ -88,6 +88,8 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_TICKS]		= "LesAccelTicks",
 	[LES_STAT_ACCEL_TICK_FLOWS]	= "LesAccelTickFlows",
 	[LES_STAT_ACCEL_TICK_US]	= "LesAccelTickUs",
+	[LES_STAT_ACCEL_TICK_LATE_US]	= "LesAccelTickLateUs",
+	[LES_STAT_ACCEL_LATE]		= "LesAccelLate",
 };
 
 void les_stat_inc(struct net *net, enum les_stat item)

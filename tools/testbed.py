@@ -572,7 +572,8 @@ class Mode:
         # The PEP before the hop from the sender ACKs its data.
         pep = "rpep" if w.get("upload") else "hpep"
         early = d.get(f"{pep}_LesAccelEarlyAcks", 0)
-        if self.name in ("les-pep", "les-ike") and not early:
+        # A PEP whose tick cannot keep time takes no data (docs/accel.md 5.3).
+        if self.name in ("les-pep", "les-ike") and not early and not d.get(f"{pep}_LesAccelLate"):
             return f"{pep} sent no early ACK"
         if self.name not in ("les-pep", "les-ike") and early:
             return f"observing, but {pep} sent {early} early ACKs"
@@ -1227,6 +1228,11 @@ def print_tables(results):
         for m, cells in rows:
             print(f"  {m:14s}" + "".join(f"{c[0]:>10s}" for c in cells))
         print(f"  {'bound':14s}" + "".join(f"{b:10.2f}" for b in bounds))
+        late = [r for r in results if r["profile"] == pname and
+                any(r.get("counters", {}).get(f"{n}_LesAccelLate") for n in ("hpep", "rpep"))]
+        if late:
+            print(f"  in {len(late)} fetches a PEP's engine could not keep time and forwarded "
+                  "for a while (docs/accel.md 5.3)")
         why = sorted({w for r in results if r["profile"] == pname and not held(r)
                       for w in r["timing"].get("why", [])})
         if why:

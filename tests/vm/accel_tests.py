@@ -204,6 +204,54 @@ def accel_on_late(T, prof, sums):
          "on, the 10 MB arrive intact", {"fetch": res, "hub": d, "flows": hub_flows()})
 
 
+def stalled_host(T, prof, sums):
+    """Real-time busy loops take every CPU of the VM for 4 s mid-download
+    (the kernel's RT throttling leaves the rest 5 % of each second): the
+    PEPs' ticks run overdue most of each second, and the engines take no
+    new data to ACK early, as if switched off, until they keep time again
+    (docs/accel.md 5.3).  What they held is delivered, the 10 MB arrive
+    intact, and once the loops end the hub ACKs early again."""
+    tb.Mode("les-pep", prof)
+    before = {n: stats(n) for n in PEPS}
+    at = {}
+
+    def stall():
+        wait_for(lambda: held("hpep") > 0, 20, 0.05)
+        at["quiet"] = {n: stats(n) for n in PEPS}
+        tb.sh("sysctl -qw kernel.sched_rt_runtime_us=950000")
+        loops = [subprocess.Popen(["timeout", "4", "chrt", "-f", "1", "taskset", "-c", str(c),
+                                   "sh", "-c", "while :; do :; done"])
+                 for c in range(os.cpu_count())]
+        for p in loops:
+            p.wait()
+        at["stalled"] = {n: stats(n) for n in PEPS}
+    res, _ = fetch_during("10M", sums, stall, 1)
+    back = wait_for(lambda: not any(json.loads(tb.sh(f"{tb.LESCTL} -j pep show", n).stdout)["late"]
+                                    for n in PEPS), 10, 0.5)
+    after = {n: stats(n) for n in PEPS}
+    quiet = {n: delta(before[n], at.get("quiet", before[n])) for n in PEPS}
+    stalled = {n: delta(at.get("quiet", before[n]), at.get("stalled", before[n])) for n in PEPS}
+    since = {n: delta(at.get("stalled", before[n]), after[n]) for n in PEPS}
+    d = {n: delta(before[n], after[n]) for n in PEPS}
+
+    def late_per_tick(c):
+        return round(c.get("LesAccelTickLateUs", 0) / max(1, c.get("LesAccelTicks", 0)))
+    print(f"# stalled host: 10 MB in {res.get('total')} s; the hub's tick overdue "
+          f"{late_per_tick(quiet['hpep'])} us a tick before the loops, "
+          f"{late_per_tick(stalled['hpep'])} while they ran; the engines went late "
+          f"{d['hpep'].get('LesAccelLate', 0)} and {d['rpep'].get('LesAccelLate', 0)} times; "
+          f"the hub ACKed early {quiet['hpep'].get('LesAccelEarlyAckedBytes', 0)} bytes "
+          f"before, {stalled['hpep'].get('LesAccelEarlyAckedBytes', 0)} during, "
+          f"{since['hpep'].get('LesAccelEarlyAckedBytes', 0)} after", flush=True)
+    T.ok(res["status"] == "ok" and d["hpep"].get("LesAccelLate", 0) >= 1 and back and
+         since["hpep"].get("LesAccelEarlyAckedBytes", 0) > 0 and
+         not any(d[n].get(k) for n in PEPS for k in ("LesAccelLost", "LesAccelErrors")),
+         "the CPUs taken 4 s mid-download: the hub's engine goes late and takes no new data, "
+         "delivers what it held (LesAccelLost 0), ACKs early again once it keeps time, "
+         "the 10 MB arrive intact",
+         {"fetch": res, "quiet": quiet, "stalled": stalled, "since": since})
+
+
 def round_trips(T, prof, sums):
     """The hub's flow table, read every half second of a 10 MB fetch whose
     hop lane the hub fills: it paces at half the hop's rate.  The observer
@@ -2622,6 +2670,7 @@ def run(T, out, ko):
         # (one that fails now and then, after what runs before it in CI).
         for rnd in range(int(os.environ.get("LES_ACCEL_REPEAT") or 1)):
             for name, fn in (("accel off", accel_off), ("accel on late", accel_on_late),
+                             ("stalled host", stalled_host),
                              ("round trips", round_trips),
                              ("small buffer", small_buffer),
                              ("udp flood", udp_flood), ("forged far seq", forged_far_seq),

@@ -314,6 +314,7 @@ struct config {
 	int have;
 	unsigned int hook, max_flows, idle, mark, port, backlog, flows;
 	unsigned int accel, hop, hop_rate, flow_buffer, buffer, peer_buffer, accel_flows;
+	unsigned int tick_late, late;
 	unsigned long long held;
 	unsigned long long mem;
 };
@@ -345,6 +346,8 @@ static int config_cb(const struct nlmsghdr *nlh, void *data)
 	c->held = get_uint(t.tb[LES_A_HELD]);
 	c->accel_flows = get_uint(t.tb[LES_A_ACCEL_FLOWS]);
 	c->mem = t.tb[LES_A_MEM] ? get_uint(t.tb[LES_A_MEM]) : 0;
+	c->tick_late = t.tb[LES_A_TICK_LATE] ? get_uint(t.tb[LES_A_TICK_LATE]) : 0;
+	c->late = t.tb[LES_A_LATE] ? get_uint(t.tb[LES_A_LATE]) : 0;
 	return MNL_CB_OK;
 }
 
@@ -448,19 +451,19 @@ static int pep_show(struct les_nl *nl)
 		       "\"max_flows\":%u,\"idle_timeout\":%u,\"flows\":%u,"
 		       "\"accel\":%s,\"hop_dev\":\"%s\",\"hop_rate\":%u,\"flow_buffer\":%u,"
 		       "\"buffer\":%u,\"peer_buffer\":%u,\"held\":%llu,\"mem\":%llu,"
-		       "\"accel_flows\":%u,\"keys\":[",
+		       "\"accel_flows\":%u,\"tick_late_pct\":%u,\"late\":%s,\"keys\":[",
 		       c.hook ? "true" : "false", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows, c.accel ? "true" : "false", hop,
 		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.mem,
-		       c.accel_flows);
+		       c.accel_flows, c.tick_late, c.late ? "true" : "false");
 	else
 		fprintf(outf, "hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
 		       "flows %u\naccel %s hop-dev %s hop-rate %u flow-buffer %u buffer %u "
-		       "peer-buffer %u held %llu mem %llu accel-flows %u\n",
+		       "peer-buffer %u held %llu mem %llu accel-flows %u tick-late-pct %u%s\n",
 		       c.hook ? "on" : "off", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows, c.accel ? "on" : "off", hop,
 		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.mem,
-		       c.accel_flows);
+		       c.accel_flows, c.tick_late, c.late ? " late" : "");
 	fflush(stdout);
 	nlh = nl_request(nl, nl->family, LES_CMD_GET_KEY, LES_GENL_VERSION, NLM_F_DUMP);
 	if (nl_talk(nl, nlh, key_cb, &k) < 0) {
