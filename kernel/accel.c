@@ -56,7 +56,7 @@ static struct les_accel_flow *les_accel_flow_get(struct les_pep_net *pn,
 	f->accel = af;
 	if (list_is_singular(&pn->accel.flows))
 		les_accel_tick_queue(&pn->accel,
-				     msecs_to_jiffies(LES_ACCEL_TICK_MS), true);
+				     msecs_to_jiffies(LES_ACCEL_TICK_MS), false);
 	return af;
 }
 
@@ -220,12 +220,6 @@ static void les_accel_start(struct les_pep_net *pn, struct les_flow *f,
 		les_stat_inc(pn->net, LES_STAT_ACCEL_LATE_STARTS);
 }
 
-/* Configured on, and its tick keeps time: new data may be ACKed early. */
-static bool les_accel_taking(const struct les_accel_net *an)
-{
-	return READ_ONCE(an->cfg.on) && !READ_ONCE(an->late);
-}
-
 /* No new early ACKs for @d's data; what is held is still delivered. */
 void les_accel_early_stop(struct les_accel_dir *d)
 {
@@ -261,7 +255,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	struct les_accel_net *an = &pn->accel;
 	struct les_accel_flow *af;
 	struct les_accel_dir *d;
-	bool on, gone = les_key_gone(view);
+	bool on, gone = les_key_gone(view), late = READ_ONCE(an->late);
 
 	/*
 	 * The handshake is the flow table's alone, and a SYN after it starts
@@ -281,9 +275,13 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	 */
 	if (!gone)
 		f->side[from].key_went = false;
-	on = les_accel_taking(an) && !gone && !f->side[!from].key_went;
+	on = READ_ONCE(an->cfg.on) && !gone && !f->side[!from].key_went;
 
-	if (on && to_hop)
+	/*
+	 * Late (accel.h), no new data is ACKed early; what a far PEP sends
+	 * past a receiver's window, counting on this one, is still held (4).
+	 */
+	if (on && !late && to_hop)
 		les_accel_start(pn, f, from, pkt, view);
 	af = f->accel;
 	if (!af && on && !to_hop && pkt->payload) {
@@ -316,15 +314,15 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 	/* A straggler under a key that went, its side moved on (a rekey). */
 	if (gone && d->view && !les_view_gone(d->view)) {
 		gone = false;
-		on = les_accel_taking(an) && !f->side[!from].key_went;
+		on = READ_ONCE(an->cfg.on) && !f->side[!from].key_went;
 	}
 	if (gone)
 		f->side[from].key_went = true;
 	/* Nothing new is held that only a key gone could free. */
 	if (les_view_gone(af->dir[!from].view))
 		on = false;
-	/* Switched off, or the key to ACK with is gone: no new early ACKs. */
-	if (d->early && (!on || !les_accel_origin_ok(pn, f, from, view)))
+	/* Switched off, late, or the key to ACK with gone: no new early ACKs. */
+	if (d->early && (!on || late || !les_accel_origin_ok(pn, f, from, view)))
 		les_accel_early_stop(d);
 	/*
 	 * This packet's key went: it reads the ACKs of the other side's
@@ -526,21 +524,24 @@ static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
 }
 
 /*
- * Every LES_ACCEL_TICK_MS while flows are accelerated: the timers of the
- * flows that have any (a packet put them on the timed list; the tick takes
- * them off once nothing is left to time), then a few of the others.
- */
-/*
- * The tick, @delay jiffies from now; @reset: at that time even if it is
- * queued already, which otherwise keeps its time.  Its due time is noted
- * before it is queued, so that it never reads an older one.
+ * The tick, @delay jiffies from now; @reset: sooner if it is queued for
+ * later, which otherwise keeps its time.  Its due time is noted before it
+ * is queued, so that it never reads a newer one; a tick already overdue
+ * keeps the older, so that what it is late by counts.  Under the flow
+ * table's lock, which orders the notes.
  */
 void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 			  bool reset)
 {
-	if (!reset && delayed_work_pending(&an->tick))
-		return;
-	WRITE_ONCE(an->tick_due, jiffies + delay);
+	unsigned long due = jiffies + delay;
+
+	if (delayed_work_pending(&an->tick)) {
+		if (!reset)
+			return;
+		if (time_before(an->tick_due, due))
+			due = an->tick_due;
+	}
+	WRITE_ONCE(an->tick_due, due);
 	if (reset)
 		mod_delayed_work(les_pep_wq, &an->tick, delay);
 	else
@@ -548,27 +549,34 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 }
 
 /*
- * How much of each window the tick spends overdue, and whether the engine
- * keeps time enough to ACK early (accel.h): while it does not, it takes
- * no new data, as if switched off, and delivers what it holds.  A share,
- * not a mean: a host stalled most of each second and on time between
- * stalls runs many ticks on time and few late.
+ * How much of each window the tick spends overdue past its grace, and
+ * whether the engine keeps time enough to ACK early (accel.h): while it
+ * does not, it takes no new data and delivers what it holds.  A share, not
+ * a mean: a host stalled most of each second and on time between stalls
+ * runs many ticks on time and few late.  A window that ended while the tick was stopped
+ * is not measured: the next begins when the tick was due.
  */
 static void les_accel_tick_late(struct les_pep_net *pn)
 {
 	struct les_accel_net *an = &pn->accel;
-	unsigned long now = jiffies, span;
-	long late = (long)(now - READ_ONCE(an->tick_due));
+	unsigned long now = jiffies, due = READ_ONCE(an->tick_due);
+	unsigned long window = msecs_to_jiffies(LES_ACCEL_LATE_WINDOW_MS);
+	unsigned long grace = msecs_to_jiffies(LES_ACCEL_LATE_GRACE_MS);
+	unsigned long late = time_after(now, due) ? now - due : 0;
+	unsigned long span;
 
-	if (late <= 0)
-		late = 0;
-	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US, jiffies_to_usecs(late));
-	if (late > 1)
-		an->late_sum += late - 1;
+	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US,
+		     div_u64(jiffies_to_nsecs(late), NSEC_PER_USEC));
+	if (time_after(due, an->late_since + window)) {
+		an->late_since = due;
+		an->late_sum = 0;
+	}
+	if (late > grace)
+		an->late_sum += min(late - grace, 2 * window);
 	span = now - an->late_since;
-	if (span < msecs_to_jiffies(LES_ACCEL_LATE_WINDOW_MS))
+	if (span < window)
 		return;
-	WRITE_ONCE(an->late_pct, min_t(unsigned long, 100, an->late_sum * 100 / span));
+	WRITE_ONCE(an->late_pct, min_t(u64, 100, div_u64((u64)an->late_sum * 100, span)));
 	an->late_since = now;
 	an->late_sum = 0;
 	if (!an->late && an->late_pct > LES_ACCEL_LATE_PCT) {
@@ -579,6 +587,11 @@ static void les_accel_tick_late(struct les_pep_net *pn)
 	}
 }
 
+/*
+ * Every LES_ACCEL_TICK_MS while flows are accelerated: the timers of the
+ * flows that have any (a packet put them on the timed list; the tick takes
+ * them off once nothing is left to time), then a few of the others.
+ */
 static void les_accel_tick(struct work_struct *work)
 {
 	struct les_accel_net *an = container_of(to_delayed_work(work),
@@ -588,12 +601,12 @@ static void les_accel_tick(struct work_struct *work)
 	struct les_accel_todo todo;
 	unsigned int visited = 0;
 	ktime_t now;
-	bool more;
+	bool busy;
 
-	les_accel_tick_late(pn);
 	les_accel_orphans(pn);
 	les_accel_todo_init(&todo, &an->pacer);
 	spin_lock_bh(&pn->flows.lock);
+	les_accel_tick_late(pn);
 	now = ktime_get();
 	list_for_each_entry_safe(af, tmp, &an->timed, timed) {
 		visited++;
@@ -611,9 +624,18 @@ static void les_accel_tick(struct work_struct *work)
 	les_accel_sweep(pn, now);
 	/* The pacer has room again: what waits for it goes in. */
 	les_hop_drain(pn, &todo);
-	/* Late, it runs on to see when it keeps time again. */
-	more = !list_empty(&an->flows) || !list_empty(&an->hop_busy) ||
-	       READ_ONCE(an->late);
+	busy = !list_empty(&an->flows) || !list_empty(&an->hop_busy);
+	/*
+	 * Late, it runs on to see when it keeps time again, if the engine is
+	 * on.  Stopped, it starts afresh.
+	 */
+	if (busy || (an->late && READ_ONCE(an->cfg.on))) {
+		les_accel_tick_queue(an, msecs_to_jiffies(LES_ACCEL_TICK_MS),
+				     false);
+	} else {
+		WRITE_ONCE(an->late, false);
+		WRITE_ONCE(an->late_pct, 0);
+	}
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_US,
 		     ktime_us_delta(ktime_get(), now));
 	spin_unlock_bh(&pn->flows.lock);
@@ -621,9 +643,6 @@ static void les_accel_tick(struct work_struct *work)
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_FLOWS, visited);
 	les_accel_todo_run(pn, &todo);
 	les_accel_send_acks(pn, true);
-	if (more)
-		les_accel_tick_queue(an, msecs_to_jiffies(LES_ACCEL_TICK_MS),
-				     false);
 }
 
 void les_accel_net_init(struct les_pep_net *pn)

@@ -47,14 +47,16 @@ struct les_sa;
 #define LES_ACCEL_FAR_HOLD_ROUNDS	3
 #define LES_ACCEL_TICK_MS		10
 /*
- * The share of a window the tick spent overdue (by more than the timer's
- * grain, a jiffy) past which the engine takes no new data to ACK early, as
- * if switched off, and at most which it takes data again (accel.c): on a
- * host that cannot run the engine's timers (a starved CPU, an emulated
- * machine that loses its timer interrupts) its resends and ACKs come late,
- * and the endpoints' own TCP, forwarded, does better.
+ * The share of a window the tick spent overdue by more than a quarter of
+ * the shortest retransmission timeout, past which the engine ACKs no new
+ * data early, and at most which it takes data again (accel.c): on a host
+ * that cannot run the engine's timers (a starved CPU, an emulated machine
+ * that loses its timer interrupts) its resends come late, and the
+ * endpoints' own TCP should recover their losses instead.  Less late, a
+ * tick harms nothing: a slow kernel's often is, by a few ms.
  */
 #define LES_ACCEL_LATE_WINDOW_MS	1000
+#define LES_ACCEL_LATE_GRACE_MS		(LES_ACCEL_RTO_MIN_MS / 4)
 #define LES_ACCEL_LATE_PCT		50
 #define LES_ACCEL_ON_TIME_PCT		25
 /* Flows with no work for the tick it looks at per tick, for keys gone. */

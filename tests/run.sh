@@ -191,7 +191,7 @@ vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 		only=${LES_ONLY-'^(errors|modes|pep|hardening|accel|in-use|async)$'}
 		configs=${LES_CONFIGS-'^(tunnel v4-in-v4)$'}
 		parts=${LES_PARTS-'^(pep (tunnel v4-in-v4|tcp state|unload)|hardening init faults)$'}
-		accel_only=${LES_ACCEL_ONLY-'^(flush|namespace deleted|alloc faults|syn mid transfer|gso)$'}
+		accel_only=${LES_ACCEL_ONLY-'^(flush|namespace deleted|alloc faults|syn mid transfer|gso|stalled host)$'}
 		# On a host slow enough that the subset might not end within
 		# make check's budget (its usual time, scaled, plus a quarter),
 		# its core: the load's fault injection and the opener; a SKIP

@@ -459,11 +459,11 @@ static int pep_show(struct les_nl *nl)
 	else
 		fprintf(outf, "hook %s mark 0x%x encap-port %u backlog %u max-flows %u idle-timeout %u "
 		       "flows %u\naccel %s hop-dev %s hop-rate %u flow-buffer %u buffer %u "
-		       "peer-buffer %u held %llu mem %llu accel-flows %u tick-late-pct %u%s\n",
+		       "peer-buffer %u held %llu mem %llu accel-flows %u tick-late-pct %u late %u\n",
 		       c.hook ? "on" : "off", c.mark, c.port, c.backlog,
 		       c.max_flows, c.idle, c.flows, c.accel ? "on" : "off", hop,
 		       c.hop_rate, c.flow_buffer, c.buffer, c.peer_buffer, c.held, c.mem,
-		       c.accel_flows, c.tick_late, c.late ? " late" : "");
+		       c.accel_flows, c.tick_late, !!c.late);
 	fflush(stdout);
 	nlh = nl_request(nl, nl->family, LES_CMD_GET_KEY, LES_GENL_VERSION, NLM_F_DUMP);
 	if (nl_talk(nl, nlh, key_cb, &k) < 0) {
