@@ -535,6 +535,7 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 {
 	unsigned long due = jiffies + delay;
 
+	lockdep_assert_held(&container_of(an, struct les_pep_net, accel)->flows.lock);
 	if (delayed_work_pending(&an->tick)) {
 		if (!reset)
 			return;
@@ -553,8 +554,9 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
  * whether the engine keeps time enough to ACK early (accel.h): while it
  * does not, it takes no new data and delivers what it holds.  A share, not
  * a mean: a host stalled most of each second and on time between stalls
- * runs many ticks on time and few late.  A window that ended while the tick was stopped
- * is not measured: the next begins when the tick was due.
+ * runs many ticks on time and few late.  Only the time overdue inside the
+ * window counts.  Once the tick has been stopped, the next window begins
+ * when it is due again.
  */
 static void les_accel_tick_late(struct les_pep_net *pn)
 {
@@ -562,21 +564,28 @@ static void les_accel_tick_late(struct les_pep_net *pn)
 	unsigned long now = jiffies, due = READ_ONCE(an->tick_due);
 	unsigned long window = msecs_to_jiffies(LES_ACCEL_LATE_WINDOW_MS);
 	unsigned long grace = msecs_to_jiffies(LES_ACCEL_LATE_GRACE_MS);
-	unsigned long late = time_after(now, due) ? now - due : 0;
-	unsigned long span;
+	unsigned long from, span;
 
+	lockdep_assert_held(&pn->flows.lock);
+	/* Queued again while it ran: its due time is the next run's. */
+	if (time_after(due, now))
+		due = now;
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US,
-		     div_u64(jiffies_to_nsecs(late), NSEC_PER_USEC));
-	if (time_after(due, an->late_since + window)) {
+		     jiffies_to_usecs(now - due));
+	if (an->tick_stopped) {
+		an->tick_stopped = false;
 		an->late_since = due;
 		an->late_sum = 0;
 	}
-	if (late > grace)
-		an->late_sum += min(late - grace, 2 * window);
+	from = due + grace;
+	if (time_before(from, an->late_since))
+		from = an->late_since;
+	if (time_after(now, from))
+		an->late_sum += now - from;
 	span = now - an->late_since;
 	if (span < window)
 		return;
-	WRITE_ONCE(an->late_pct, min_t(u64, 100, div_u64((u64)an->late_sum * 100, span)));
+	WRITE_ONCE(an->late_pct, div64_ul((u64)min(an->late_sum, span) * 100, span));
 	an->late_since = now;
 	an->late_sum = 0;
 	if (!an->late && an->late_pct > LES_ACCEL_LATE_PCT) {
@@ -633,6 +642,7 @@ static void les_accel_tick(struct work_struct *work)
 		les_accel_tick_queue(an, msecs_to_jiffies(LES_ACCEL_TICK_MS),
 				     false);
 	} else {
+		an->tick_stopped = true;
 		WRITE_ONCE(an->late, false);
 		WRITE_ONCE(an->late_pct, 0);
 	}
@@ -668,6 +678,7 @@ void les_accel_net_init(struct les_pep_net *pn)
 	skb_queue_head_init(&an->orphans);
 	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
 	an->tick_due = jiffies;
+	an->tick_stopped = true;
 	an->late_since = jiffies;
 	an->late_sum = 0;
 	an->late_pct = 0;

@@ -360,12 +360,13 @@ struct les_accel_net {
 	atomic_t active;
 	struct delayed_work tick;	/* timers, orphans */
 	/*
-	 * The tick's timing (accel.c): when it is due, the window it is
-	 * measured in and how long it was overdue there (jiffies), the last
-	 * window's share overdue (%), and whether that is too late to ACK
-	 * early.
+	 * The tick's timing (accel.c): when it is due, whether it stopped
+	 * since it last ran, the window it is measured in and how long it
+	 * was overdue there (jiffies), the last window's share overdue (%),
+	 * and whether that is too late to ACK early.
 	 */
 	unsigned long tick_due;
+	bool tick_stopped;
 	unsigned long late_since;
 	unsigned long late_sum;
 	u32 late_pct;

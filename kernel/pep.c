@@ -843,7 +843,7 @@ static unsigned int les_pep_forward_gso(struct les_pep_net *pn,
 					const struct nf_hook_state *state)
 {
 	struct nf_conn *ct = (struct nf_conn *)skb_nfct(skb);
-	unsigned int truesize = skb->truesize, parts = 0;
+	unsigned int truesize = skb->truesize, parts = 0, sum = 0, share;
 	struct sk_buff *segs, *seg, *next;
 
 	/*
@@ -863,17 +863,21 @@ static unsigned int les_pep_forward_gso(struct les_pep_net *pn,
 		goto unread;
 	les_stat_inc(pn->net, LES_STAT_PEP_GSO);
 	consume_skb(skb);
-	skb_list_walk_safe(segs, seg, next)
+	skb_list_walk_safe(segs, seg, next) {
 		parts++;
+		sum += seg->truesize;
+	}
+	/*
+	 * A part on the whole's pages counts only its bytes (skb_segment()),
+	 * yet each part held keeps them: what the whole took beyond its
+	 * parts is shared out among them (hold.c charges a held packet what
+	 * it took).  Parts that were the whole's frag list already count
+	 * theirs.
+	 */
+	share = truesize > sum ? (truesize - sum) / parts : 0;
 	skb_list_walk_safe(segs, seg, next) {
 		skb_mark_not_on_list(seg);
-		/*
-		 * A part on the whole's pages counts only its bytes
-		 * (skb_segment()), yet each part held keeps them: each is
-		 * charged its share of the whole (hold.c), as held packets
-		 * are charged what they took.
-		 */
-		seg->truesize = max(seg->truesize, truesize / parts);
+		seg->truesize += share;
 		switch (les_pep_forward(pn, seg, state)) {
 		case NF_ACCEPT:
 			state->okfn(state->net, state->sk, seg);
