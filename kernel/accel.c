@@ -558,20 +558,20 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
  * window counts.  Once the tick has been stopped, the next window begins
  * when it is due again.
  */
-static void les_accel_tick_late(struct les_pep_net *pn)
+static void les_accel_tick_late(struct les_pep_net *pn, unsigned long due)
 {
 	struct les_accel_net *an = &pn->accel;
-	unsigned long now = jiffies, due = READ_ONCE(an->tick_due);
+	unsigned long now = jiffies;
 	unsigned long window = msecs_to_jiffies(LES_ACCEL_LATE_WINDOW_MS);
 	unsigned long grace = msecs_to_jiffies(LES_ACCEL_LATE_GRACE_MS);
 	unsigned long from, span;
 
 	lockdep_assert_held(&pn->flows.lock);
-	/* Queued again while it ran: its due time is the next run's. */
+	/* Queued again before it read its due time: the next run's. */
 	if (time_after(due, now))
 		due = now;
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US,
-		     jiffies_to_usecs(now - due));
+		     div_u64(jiffies_to_nsecs(now - due), NSEC_PER_USEC));
 	if (an->tick_stopped) {
 		an->tick_stopped = false;
 		an->late_since = due;
@@ -609,13 +609,19 @@ static void les_accel_tick(struct work_struct *work)
 	struct les_accel_flow *af, *tmp;
 	struct les_accel_todo todo;
 	unsigned int visited = 0;
+	unsigned long due;
 	ktime_t now;
 	bool busy;
 
+	/*
+	 * First: once the work runs, a packet path may queue it again and
+	 * write the next run's due time.
+	 */
+	due = READ_ONCE(an->tick_due);
 	les_accel_orphans(pn);
 	les_accel_todo_init(&todo, &an->pacer);
 	spin_lock_bh(&pn->flows.lock);
-	les_accel_tick_late(pn);
+	les_accel_tick_late(pn, due);
 	now = ktime_get();
 	list_for_each_entry_safe(af, tmp, &an->timed, timed) {
 		visited++;
