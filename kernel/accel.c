@@ -571,7 +571,7 @@ static void les_accel_tick_late(struct les_pep_net *pn, unsigned long due)
 	if (time_after(due, now))
 		due = now;
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US,
-		     div_u64(jiffies_to_nsecs(now - due), NSEC_PER_USEC));
+		     div_u64(jiffies64_to_nsecs(now - due), NSEC_PER_USEC));
 	if (an->tick_stopped) {
 		an->tick_stopped = false;
 		an->late_since = due;

@@ -637,13 +637,15 @@ static int les_pep_hop(struct les_pep_net *pn, struct sk_buff *skb,
 	if (!hop || (!READ_ONCE(pn->accel.cfg.on) && !atomic_read(&pn->accel.active)))
 		return 0;
 	/*
-	 * ip_forward_finish() writes a record route or source route option
-	 * on each forward: into the data the engine's copies share, and for
-	 * a source route differently each time.  Those are not taken; other
-	 * options it leaves as they are.
+	 * ip_forward_finish() writes a record route, source route or
+	 * timestamp option (at least its header checksum) on each forward:
+	 * into the header the engine's copies share, and for a source route
+	 * differently each time.  Those are not taken; other options it
+	 * leaves as they are.
 	 */
 	if (state->pf == NFPROTO_IPV4 && ip_hdr(skb)->ihl != 5 &&
-	    (IPCB(skb)->opt.rr_needaddr || IPCB(skb)->opt.srr))
+	    (IPCB(skb)->opt.rr || IPCB(skb)->opt.srr || IPCB(skb)->opt.ts ||
+	     IPCB(skb)->opt.is_changed))
 		return 0;
 #if IS_ENABLED(CONFIG_BRIDGE_NETFILTER)
 	/*
