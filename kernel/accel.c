@@ -525,24 +525,28 @@ static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
 
 /*
  * The tick, @delay jiffies from now; @reset: sooner if it is queued for
- * later, which otherwise keeps its time.  Its due time is noted before it
- * is queued, so that it never reads a newer one; a tick already overdue
- * keeps the older, so that what it is late by counts.  Under the flow
- * table's lock, which orders the notes.
+ * later, which otherwise keeps its time.  tick_due is the due time of the
+ * run that has not yet read it (0: none).  A run pending or begun keeps an
+ * older one, so that the run it belongs to counts what it is late by; the
+ * run queued now then counts as on time.  The tick swaps it for 0 outside
+ * the flow table's lock, hence the cmpxchg.
  */
 void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 			  bool reset)
 {
-	unsigned long due = jiffies + delay;
+	unsigned long due = (jiffies + delay) ?: 1;
+	unsigned long cur, seen;
 
 	lockdep_assert_held(&container_of(an, struct les_pep_net, accel)->flows.lock);
-	if (delayed_work_pending(&an->tick)) {
-		if (!reset)
-			return;
-		if (time_before(an->tick_due, due))
-			due = an->tick_due;
-	}
-	WRITE_ONCE(an->tick_due, due);
+	if (!reset && delayed_work_pending(&an->tick))
+		return;
+	cur = READ_ONCE(an->tick_due);
+	do {
+		if (cur && !time_after(cur, due))
+			break;
+		seen = cur;
+		cur = cmpxchg(&an->tick_due, seen, due);
+	} while (cur != seen);
 	if (reset)
 		mod_delayed_work(les_pep_wq, &an->tick, delay);
 	else
@@ -567,8 +571,8 @@ static void les_accel_tick_late(struct les_pep_net *pn, unsigned long due)
 	unsigned long from, span;
 
 	lockdep_assert_held(&pn->flows.lock);
-	/* Queued again before it read its due time: the next run's. */
-	if (time_after(due, now))
+	/* None: an older run read it (les_accel_tick_queue()). */
+	if (!due || time_after(due, now))
 		due = now;
 	les_stat_add(pn->net, LES_STAT_ACCEL_TICK_LATE_US,
 		     div_u64(jiffies64_to_nsecs(now - due), NSEC_PER_USEC));
@@ -613,11 +617,8 @@ static void les_accel_tick(struct work_struct *work)
 	ktime_t now;
 	bool busy;
 
-	/*
-	 * First: once the work runs, a packet path may queue it again and
-	 * write the next run's due time.
-	 */
-	due = READ_ONCE(an->tick_due);
+	/* First: once the work runs, a packet path may queue it again. */
+	due = xchg(&an->tick_due, 0);
 	les_accel_orphans(pn);
 	les_accel_todo_init(&todo, &an->pacer);
 	spin_lock_bh(&pn->flows.lock);
@@ -683,7 +684,7 @@ void les_accel_net_init(struct les_pep_net *pn)
 	an->fwd_okfn[1] = NULL;
 	skb_queue_head_init(&an->orphans);
 	INIT_DELAYED_WORK(&an->tick, les_accel_tick);
-	an->tick_due = jiffies;
+	an->tick_due = 0;
 	an->tick_stopped = true;
 	an->late_since = jiffies;
 	an->late_sum = 0;

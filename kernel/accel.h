@@ -360,7 +360,8 @@ struct les_accel_net {
 	atomic_t active;
 	struct delayed_work tick;	/* timers, orphans */
 	/*
-	 * The tick's timing (accel.c): when it is due, whether it stopped
+	 * The tick's timing (accel.c): when the run that has not read it
+	 * yet is due (0: none; atomic ops, not the lock), whether it stopped
 	 * since it last ran, the window it is measured in and how long it
 	 * was overdue there (jiffies), the last window's share overdue (%),
 	 * and whether that is too late to ACK early.
