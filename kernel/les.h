@@ -77,6 +77,9 @@ void les_origin_sa_del(struct les_sa *sa);
 
 /* sa.c */
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack);
+int les_sa_keys(struct les_sa *sa, const struct les_blob *blob, __be32 spi,
+		struct netlink_ext_ack *extack);
+void les_sa_free_keys(struct les_sa *sa);
 void les_sa_destroy(struct xfrm_state *x);
 struct les_sa *les_sa_get(const struct xfrm_state *x);
 struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x);

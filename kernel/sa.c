@@ -123,7 +123,7 @@ static struct crypto_aead *les_zone_aead(const u8 *key, unsigned int key_len,
 	return aead;
 }
 
-static void les_sa_free_keys(struct les_sa *sa)
+void les_sa_free_keys(struct les_sa *sa)
 {
 	if (sa->hz_aead)
 		crypto_free_aead(sa->hz_aead);
@@ -214,7 +214,7 @@ struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x)
  * (docs/protocol.md 2.1).  The header zone's key also goes into @aes, which
  * finds L before any ICV is checked.
  */
-static struct crypto_aead *les_sa_zone(struct xfrm_state *x, const u8 *root,
+static struct crypto_aead *les_sa_zone(__be32 spi, const u8 *root,
 				       unsigned int key_len, u8 zone, u8 flags,
 				       u8 *salt, struct crypto_aes_ctx *aes,
 				       struct netlink_ext_ack *extack)
@@ -223,7 +223,7 @@ static struct crypto_aead *les_sa_zone(struct xfrm_state *x, const u8 *root,
 	struct crypto_aead *aead;
 	int err;
 
-	err = les_kdf_zone(root, key_len, zone, x->id.spi, flags, okm);
+	err = les_kdf_zone(root, key_len, zone, spi, flags, okm);
 	if (err) {
 		les_set_err(extack, "LES: zone key derivation failed (is hmac(sha256) available?)");
 		aead = ERR_PTR(err);
@@ -244,12 +244,44 @@ out:
 	return aead;
 }
 
+/*
+ * The zones' keys from @blob, bound to @spi: an SA's, and the load-time
+ * self-test's (selftest.c).  On failure les_sa_free_keys() frees what was
+ * made.
+ */
+int les_sa_keys(struct les_sa *sa, const struct les_blob *blob, __be32 spi,
+		struct netlink_ext_ack *extack)
+{
+	const u8 *hz_root;
+	int err;
+
+	hz_root = blob->role == LES_ROLE_ENDPOINT ||
+		  blob->role == LES_ROLE_PEP_VIEW ? blob->k2 : blob->ko;
+	sa->hz_aead = les_sa_zone(spi, hz_root, blob->key_len, LES_ZONE_HEADER,
+				  blob->flags, sa->hz_salt, &sa->hz_aes, extack);
+	if (IS_ERR(sa->hz_aead)) {
+		err = PTR_ERR(sa->hz_aead);
+		sa->hz_aead = NULL;
+		return err;
+	}
+	if (blob->role != LES_ROLE_ENDPOINT)
+		return 0;
+	sa->pz_aead = les_sa_zone(spi, blob->k1, blob->key_len,
+				  LES_ZONE_PAYLOAD, blob->flags, sa->pz_salt,
+				  NULL, extack);
+	if (IS_ERR(sa->pz_aead)) {
+		err = PTR_ERR(sa->pz_aead);
+		sa->pz_aead = NULL;
+		return err;
+	}
+	return 0;
+}
+
 int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 {
 	unsigned int key_len = (x->aead->alg_key_len + 7) / 8;
 	struct xfrm_state *parent = NULL;
 	struct les_blob blob;
-	const u8 *hz_root;
 	struct les_sa *sa;
 	int err;
 
@@ -275,25 +307,9 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	sa->key_len = blob.key_len;
 	sa->blob_flags = blob.flags;
 
-	hz_root = blob.role == LES_ROLE_ENDPOINT || blob.role == LES_ROLE_PEP_VIEW ?
-		  blob.k2 : blob.ko;
-	sa->hz_aead = les_sa_zone(x, hz_root, blob.key_len, LES_ZONE_HEADER,
-				  blob.flags, sa->hz_salt, &sa->hz_aes, extack);
-	if (IS_ERR(sa->hz_aead)) {
-		err = PTR_ERR(sa->hz_aead);
-		sa->hz_aead = NULL;
+	err = les_sa_keys(sa, &blob, x->id.spi, extack);
+	if (err)
 		goto fail;
-	}
-	if (blob.role == LES_ROLE_ENDPOINT) {
-		sa->pz_aead = les_sa_zone(x, blob.k1, blob.key_len,
-					  LES_ZONE_PAYLOAD, blob.flags,
-					  sa->pz_salt, NULL, extack);
-		if (IS_ERR(sa->pz_aead)) {
-			err = PTR_ERR(sa->pz_aead);
-			sa->pz_aead = NULL;
-			goto fail;
-		}
-	}
 	if (blob.role == LES_ROLE_ENDPOINT)
 		memcpy(sa->kp, blob.kp, LES_KP_LEN);
 	if (blob.role == LES_ROLE_PEP_ORIGIN_IN) {

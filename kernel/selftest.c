@@ -2,15 +2,20 @@
 /*
  * Load-time self-test of the protocol code: key blobs, what enters the
  * header zone, the PEP's replay window, the PEP-origin policy, the key
- * derivation and the window field of the PEP's early ACKs.  A module whose
- * zone layout is wrong must not load.  tests/host builds the same file in user
- * space (without the kernel-crypto KDF part).
+ * derivation, the window field of the PEP's early ACKs and the zones' AEAD.
+ * A module whose zone layout is wrong must not load.  tests/host builds the
+ * same file in user space (without the kernel-crypto parts).
  */
 #ifdef __KERNEL__
+#include <linux/completion.h>
 #include <linux/kernel.h>
+#include <linux/skbuff.h>
+#include <linux/slab.h>
 #include <linux/string.h>
 
 #include "les.h"
+#include "compat.h"
+#include "selftest_vectors.h"
 #endif
 #include "tcp_win.h"
 
@@ -234,9 +239,143 @@ static int les_selftest_kdf(void)
 	return 0;
 }
 
+/*
+ * The zones' AEAD on packets of tests/host/vectors.json (made by
+ * tools/lescodec), through the code the data path runs: the blob, the zone
+ * keys bound to the SPI, L unmasked, both zones opened in place as input.c
+ * does and sealed again as output.c does.  Then one bit of the last ICV
+ * flipped (ICV1, or header-only ICV2): the header zone, whose ICV2 covers
+ * the whole packet, must refuse it.
+ */
+#define LES_KAT_MAX	256	/* bytes of the longest packet */
+
+struct les_kat_wait {
+	struct completion done;
+	int err;
+};
+
+static LES_CRYPTO_DONE(les_kat_done)
+{
+	struct sk_buff *skb = LES_CRYPTO_DATA();
+	struct les_kat_wait *w = LES_SKB_CB(skb)->tmp;
+
+	w->err = err;
+	complete(&w->done);
+}
+
+static int les_kat_zone(struct les_crypt *c, struct sk_buff *skb,
+			enum les_step step, bool encrypt)
+{
+	struct les_kat_wait *w = LES_SKB_CB(skb)->tmp;
+	int err;
+
+	c->step = step;
+	reinit_completion(&w->done);
+	err = les_crypt_zone(c, skb, encrypt, les_kat_done);
+	if (err == -EINPROGRESS) {
+		wait_for_completion(&w->done);
+		err = w->err;
+	}
+	return err;
+}
+
+static int les_selftest_zone(const struct les_zone_kat *t, struct les_sa *sa,
+			     struct sk_buff *skb)
+{
+	unsigned int hz_off = LES_ESP_HDR_LEN + LES_IV_LEN;
+	unsigned int pz_off = hz_off + t->hz_len + LES_ICV_LEN;
+	struct les_kat_wait w;
+	struct les_crypt *c;
+	struct les_blob blob;
+	__be32 seq_hi;
+	int err;
+
+	CHECK(les_blob_parse(t->blob, t->blob_len, &blob) == LES_BLOB_OK);
+	CHECK(!les_sa_keys(sa, &blob, cpu_to_be32(t->spi), NULL));
+	CHECK(t->esp_len <= skb_tailroom(skb));
+	CHECK(t->esp_len == pz_off + (t->pz_len ? t->pz_len + LES_ICV_LEN : 0));
+	skb_put_data(skb, t->esp, t->esp_len);
+	CHECK(les_hz_peek_len(sa, skb->data + LES_ESP_HDR_LEN,
+			      skb->data + hz_off) + LES_HZ_DESC_LEN == t->hz_len);
+
+	c = les_crypt_alloc(sa, 1, 0);
+	CHECK(c);
+	memcpy(c->prefix, skb->data, 4);
+	if (t->esn) {
+		seq_hi = cpu_to_be32(t->seq_hi);
+		memcpy(c->prefix + 4, &seq_hi, 4);
+		memcpy(c->prefix + 8, skb->data + 4, 4);
+		c->prefix_len = 12;
+		c->prefix_in_skb = false;
+	} else {
+		memcpy(c->prefix + 4, skb->data + 4, 4);
+		c->prefix_len = 8;
+		c->prefix_in_skb = true;
+	}
+	memcpy(c->iv, skb->data + LES_ESP_HDR_LEN, LES_IV_LEN);
+	c->zone_off = LES_ESP_HDR_LEN;
+	c->hz_len = t->hz_len;
+	c->pz_len = t->pz_len;
+	init_completion(&w.done);
+	LES_SKB_CB(skb)->tmp = &w;
+
+	/* Opened in place, the header zone first, as input.c does. */
+	err = les_kat_zone(c, skb, LES_STEP_HZ, false);
+	if (!err && t->pz_len)
+		err = les_kat_zone(c, skb, LES_STEP_PZ, false);
+	if (!err && (memcmp(skb->data + hz_off, t->hz, t->hz_len) ||
+		     (t->pz_len && memcmp(skb->data + pz_off, t->pz, t->pz_len))))
+		err = -EBADMSG;
+	/* Sealed again, the payload zone first, as output.c does. */
+	if (!err && t->pz_len)
+		err = les_kat_zone(c, skb, LES_STEP_PZ, true);
+	if (!err)
+		err = les_kat_zone(c, skb, LES_STEP_HZ, true);
+	if (!err && memcmp(skb->data, t->esp, t->esp_len))
+		err = -EBADMSG;
+	/* One bit of the last ICV: ICV2 no longer verifies. */
+	if (!err) {
+		skb->data[t->esp_len - 1] ^= 1;
+		err = les_kat_zone(c, skb, LES_STEP_HZ, false) == -EBADMSG ?
+		      0 : -EINVAL;
+	}
+	les_crypt_free(c);
+	if (err)
+		pr_err("les: self-test: zone vector %s: %d\n", t->name, err);
+	return err;
+}
+
+static int les_selftest_zones(void)
+{
+	struct sk_buff *skb;
+	struct les_sa *sa;
+	unsigned int i;
+	int err = 0;
+
+	sa = kzalloc(sizeof(*sa), GFP_KERNEL);
+	if (!sa)
+		return -ENOMEM;
+	for (i = 0; i < ARRAY_SIZE(les_zone_kats) && !err; i++) {
+		skb = alloc_skb(LES_KAT_MAX, GFP_KERNEL);
+		err = skb ? les_selftest_zone(&les_zone_kats[i], sa, skb) :
+			    -ENOMEM;
+		kfree_skb(skb);
+		les_sa_free_keys(sa);
+		memset(sa, 0, sizeof(*sa));
+	}
+	kfree(sa);
+	return err;
+}
+
 #else
 /* User space (tests/host) checks the derivation against Python's HKDF. */
 static int les_selftest_kdf(void)
+{
+	return 0;
+}
+
+/* ... and the zones against the codec (tests/host/test_lescodec.py). */
+static int les_selftest_zones(void)
 {
 	return 0;
 }
@@ -299,6 +438,8 @@ int les_selftest(void)
 		err = les_selftest_kdf();
 	if (!err)
 		err = les_selftest_win();
+	if (!err)
+		err = les_selftest_zones();
 	if (!err)
 		pr_debug("les: self-tests passed\n");
 	return err;
