@@ -28,6 +28,7 @@ void les_accel_todo_init(struct les_accel_todo *todo, struct les_pacer *pacer)
 	__skb_queue_head_init(&todo->release);
 	__skb_queue_head_init(&todo->pace);
 	__skb_queue_head_init(&todo->drop);
+	todo->absorbed = false;
 	todo->pace_bytes = 0;
 }
 
@@ -341,7 +342,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		les_rcv_update_seen(af, !from);
 		if (les_rcv_probe_answer(&af->dir[!from], pkt)) {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
-			__skb_queue_tail(&todo->drop, skb);
+			les_accel_absorb(todo, skb);
 			return;
 		}
 		if (on && les_rcv_thin(pn, af, !from, pkt, skb, todo))
@@ -362,7 +363,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 				__skb_queue_tail(&todo->release, skb);
 		} else {
 			les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_ACKS);
-			__skb_queue_tail(&todo->drop, skb);
+			les_accel_absorb(todo, skb);
 		}
 	}
 	/* Nothing left to do for it: a plain observed flow again. */

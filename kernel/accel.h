@@ -291,6 +291,7 @@ struct les_accel_todo {
 	struct sk_buff_head release;	/* forward now */
 	struct sk_buff_head pace;	/* onto the hop, paced */
 	struct sk_buff_head drop;	/* absorbed */
+	bool absorbed;			/* the packet read is in @drop */
 	unsigned int pace_bytes;
 	struct les_pacer *pacer;	/* where @pace goes */
 };
@@ -412,6 +413,18 @@ struct les_accel_net {
 	struct hlist_head views[1 << LES_VIEW_HASH_BITS];
 	unsigned int nr_views;
 };
+
+/*
+ * The packet being read goes no further: its receiver has, or will have
+ * from us, all it says.  The opener marks its sequence number so that a
+ * copy of it, which the receiver's xfrm never saw, goes no further either.
+ */
+static inline void les_accel_absorb(struct les_accel_todo *todo,
+				    struct sk_buff *skb)
+{
+	__skb_queue_tail(&todo->drop, skb);
+	todo->absorbed = true;
+}
 
 /* accel.c: from the opener */
 void les_accel_net_init(struct les_pep_net *pn);

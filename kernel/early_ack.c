@@ -300,7 +300,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 	if (d->early && !d->late && !len && before(seq, d->ack_point) &&
 	    !(t->flags & (LES_TCP_SYN | LES_TCP_FIN | LES_TCP_RST))) {
 		les_early_ack_due(pn, af, s);
-		__skb_queue_tail(&todo->drop, skb);
+		les_accel_absorb(todo, skb);
 		return;
 	}
 	/* Only plain data is ACKed early; never a FIN (docs/accel.md 3). */
@@ -329,7 +329,7 @@ void les_early_data(struct les_pep_net *pn, struct les_accel_flow *af,
 		 * of ours lost, or its timer): the hop needs none of it.
 		 */
 		les_stat_inc(pn->net, LES_STAT_ACCEL_ABSORBED_DATA);
-		__skb_queue_tail(&todo->drop, skb);
+		les_accel_absorb(todo, skb);
 		les_early_ack_due(pn, af, s);
 		return;
 	}

@@ -190,6 +190,7 @@ enum les_stat {
 	LES_STAT_ACCEL_THINNED,		/* receiver ACKs a newer one replaced */
 	LES_STAT_ACCEL_WINDOW_PROBES,	/* receivers probed for their window */
 	LES_STAT_ACCEL_DUP_HELD,	/* resent copies of packets held here */
+	LES_STAT_ACCEL_DUP_ABSORBED,	/* copies of packets absorbed here */
 	LES_STAT_ACCEL_LATE_STARTS,	/* flow directions taken mid-transfer */
 	LES_STAT_ACCEL_WINDOW_SHORT,	/* not taken: replay window too short */
 	LES_STAT_ACCEL_GUARD_WAITS,	/* an SA held back for a copy's resend */

@@ -775,21 +775,28 @@ __u64 les_replay_seq(const struct les_replay *r, __u16 epoch, __u32 seq_lo)
 	return (__u64)hi << 32 | seq_lo;
 }
 
-static bool replay_bit(const struct les_replay *r, __u64 seq)
+static bool replay_bit(const __u32 *bits, __u64 seq)
 {
 	unsigned int i = seq & (LES_REPLAY_MAX - 1);
 
-	return r->bits[i / 32] & (1u << (i % 32));
+	return bits[i / 32] & (1u << (i % 32));
 }
 
-static void replay_set(struct les_replay *r, __u64 seq, bool on)
+static void replay_set(__u32 *bits, __u64 seq, bool on)
 {
 	unsigned int i = seq & (LES_REPLAY_MAX - 1);
 
 	if (on)
-		r->bits[i / 32] |= 1u << (i % 32);
+		bits[i / 32] |= 1u << (i % 32);
 	else
-		r->bits[i / 32] &= ~(1u << (i % 32));
+		bits[i / 32] &= ~(1u << (i % 32));
+}
+
+/* Do @seq's bits still describe it (not yet slid over)? */
+static bool replay_recent(const struct les_replay *r, __u64 seq)
+{
+	return r->any && seq != REPLAY_NONE && seq <= r->top &&
+	       r->top - seq < LES_REPLAY_MAX;
 }
 
 bool les_replay_check(const struct les_replay *r, __u64 seq)
@@ -800,7 +807,7 @@ bool les_replay_check(const struct les_replay *r, __u64 seq)
 		return true;
 	if (r->top - seq >= r->size)
 		return false;
-	return !replay_bit(r, seq);
+	return !replay_bit(r->bits, seq);
 }
 
 void les_replay_advance(struct les_replay *r, __u64 seq)
@@ -808,19 +815,33 @@ void les_replay_advance(struct les_replay *r, __u64 seq)
 	__u64 s;
 
 	if (r->any && seq <= r->top) {
-		replay_set(r, seq, true);
+		replay_set(r->bits, seq, true);
 		return;
 	}
 	if (!r->any || seq - r->top >= LES_REPLAY_MAX) {
 		memset(r->bits, 0, sizeof(r->bits));
+		memset(r->absorbed, 0, sizeof(r->absorbed));
 	} else {
 		/* Bits of the numbers the window slides over are free again. */
-		for (s = r->top + 1; s < seq; s++)
-			replay_set(r, s, false);
+		for (s = r->top + 1; s <= seq; s++) {
+			replay_set(r->bits, s, false);
+			replay_set(r->absorbed, s, false);
+		}
 	}
 	r->top = seq;
 	r->any = true;
-	replay_set(r, seq, true);
+	replay_set(r->bits, seq, true);
+}
+
+void les_replay_absorb(struct les_replay *r, __u64 seq)
+{
+	if (replay_recent(r, seq))
+		replay_set(r->absorbed, seq, true);
+}
+
+bool les_replay_absorbed(const struct les_replay *r, __u64 seq)
+{
+	return replay_recent(r, seq) && replay_bit(r->absorbed, seq);
 }
 
 /* ---- Pure ACKs a PEP makes ------------------------------------------ */

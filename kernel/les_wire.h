@@ -275,6 +275,7 @@ struct les_replay {
 	unsigned int size;	/* window, packets: LES_REPLAY_MIN..MAX */
 	bool any;		/* a packet was accepted */
 	__u32 bits[LES_REPLAY_MAX / 32];	/* bit (seq % MAX): seen */
+	__u32 absorbed[LES_REPLAY_MAX / 32];	/* ... and dropped by the PEP */
 };
 
 void les_replay_init(struct les_replay *r, unsigned int size);
@@ -288,6 +289,14 @@ __u64 les_replay_seq(const struct les_replay *r, __u16 epoch, __u32 seq_lo);
 bool les_replay_check(const struct les_replay *r, __u64 seq);
 /* Mark @seq seen: only after its ICV verified. */
 void les_replay_advance(struct les_replay *r, __u64 seq);
+/*
+ * Mark @seq, seen, as one the PEP dropped: no endpoint has it, so its
+ * xfrm would take a copy.  Remembered for the LES_REPLAY_MAX numbers up
+ * to the newest, whatever the window.
+ */
+void les_replay_absorb(struct les_replay *r, __u64 seq);
+/* Is @seq one les_replay_absorb() marked? */
+bool les_replay_absorbed(const struct les_replay *r, __u64 seq);
 
 /* TCP flags a PEP-origin packet may carry; ACK is required. */
 #define LES_TCP_FIN	0x01

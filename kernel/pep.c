@@ -257,6 +257,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	struct xfrm_state *x = op->x;
 	struct les_pep_pkt pkt;
 	bool dead = false, authentic;
+	bool absorbed = false;
 	int why;
 
 	u64 seq;
@@ -305,6 +306,7 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		if (!les_replay_check(replay, seq)) {
 			x->stats.replay++;
 			why = LES_STAT_PEP_REPLAY;
+			absorbed = les_replay_absorbed(replay, seq);
 		} else {
 			les_replay_advance(replay, seq);
 			/*
@@ -327,6 +329,18 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	authentic = why != LES_STAT_PEP_AUTH_FAILED && why != LES_STAT_PEP_REPLAY;
 	if (!why)
 		why = les_pep_parse(op, &pkt);
+	/*
+	 * A copy of a packet the engine absorbed: its receiver's xfrm never
+	 * saw the number and would take it, and its TCP drop it as old.
+	 * Nothing it says is news; it goes no further.
+	 */
+	if (absorbed && op->skb) {
+		les_stat_inc(pn->net, why);
+		les_stat_inc(pn->net, LES_STAT_ACCEL_DUP_ABSORBED);
+		__skb_queue_tail(&todo->drop, op->skb);
+		op->skb = NULL;
+		goto out;
+	}
 	/*
 	 * A replay off the hop may be the far PEP's resend of a packet held
 	 * here past its receiver's window: read (it is authentic, ICV2 said
@@ -380,9 +394,15 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		 * A key that went reads on only the flows that drain with
 		 * it; the others' packets go on as if unread (drain.c).
 		 */
+		todo->absorbed = false;
 		les_flow_seen(&pn->flows, &pkt,
 			      op->draining ? les_drain_flow_reads : NULL,
 			      op->skb ? les_pep_accel : NULL, &arg);
+		if (todo->absorbed) {
+			spin_lock_bh(&x->lock);
+			les_replay_absorb(les_sa_replay(op->sa, x), seq);
+			spin_unlock_bh(&x->lock);
+		}
 	}
 out:
 	xfrm_state_put(x);

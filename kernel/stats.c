@@ -73,6 +73,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_THINNED]	= "LesAccelThinnedAcks",
 	[LES_STAT_ACCEL_WINDOW_PROBES]	= "LesAccelWindowProbes",
 	[LES_STAT_ACCEL_DUP_HELD]	= "LesAccelDupHeld",
+	[LES_STAT_ACCEL_DUP_ABSORBED]	= "LesAccelDupAbsorbed",
 	[LES_STAT_ACCEL_LATE_STARTS]	= "LesAccelLateStarts",
 	[LES_STAT_ACCEL_WINDOW_SHORT]	= "LesAccelReplayWindowShort",
 	[LES_STAT_ACCEL_GUARD_WAITS]	= "LesAccelReplayGuardWaits",

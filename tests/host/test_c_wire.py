@@ -54,7 +54,7 @@ class LesTcpSeg(ctypes.Structure):
 class LesReplay(ctypes.Structure):
     """struct les_replay (kernel/les_wire.h), field for field."""
     _fields_ = [("top", ctypes.c_uint64), ("size", ctypes.c_uint), ("any", ctypes.c_bool),
-                ("bits", ctypes.c_uint32 * 32)]
+                ("bits", ctypes.c_uint32 * 32), ("absorbed", ctypes.c_uint32 * 32)]
 
 
 @pytest.fixture(scope="module")
@@ -102,6 +102,10 @@ def lib(tmp_path_factory):
     l.les_replay_check.argtypes = [ctypes.POINTER(LesReplay), ctypes.c_uint64]
     l.les_replay_advance.restype = None
     l.les_replay_advance.argtypes = [ctypes.POINTER(LesReplay), ctypes.c_uint64]
+    l.les_replay_absorb.restype = None
+    l.les_replay_absorb.argtypes = [ctypes.POINTER(LesReplay), ctypes.c_uint64]
+    l.les_replay_absorbed.restype = ctypes.c_bool
+    l.les_replay_absorbed.argtypes = [ctypes.POINTER(LesReplay), ctypes.c_uint64]
     return l
 
 
@@ -425,24 +429,32 @@ def test_hz_tcp_verdicts(lib):
 def test_replay_window_matches_a_model(lib):
     """Random 64-bit sequence numbers around a moving top, against a
     model that remembers every number: accept iff newer than the top, or
-    within the window and not seen."""
+    within the window and not seen.  A third of those accepted are marked
+    absorbed: one is absorbed iff so marked and within 1,024 of the top,
+    whatever the window."""
     rng = random.Random(7)
     for size in (0, 64, 100, 1024, 5000):
         r = LesReplay()
         lib.les_replay_init(ctypes.byref(r), size)
         w = min(max(size, 64), 1024)
         assert r.size == w
-        top, seen = None, set()
+        top, seen, absorbed = None, set(), set()
         for _ in range(N // 2):
             base = top if top is not None else rng.getrandbits(40)
             seq = max(0, base + rng.choice([1, 1, 2, -1, -5, -w + 1, -w, -w - 1, 3 * w,
                                             rng.randint(-2 * w, 2 * w)]))
             want = top is None or seq > top or (top - seq < w and seq not in seen)
             assert lib.les_replay_check(ctypes.byref(r), seq) == want, (size, top, seq)
+            marked = top is not None and seq in absorbed and seq <= top and top - seq < 1024
+            assert lib.les_replay_absorbed(ctypes.byref(r), seq) == marked, (size, top, seq)
             if want:
                 lib.les_replay_advance(ctypes.byref(r), seq)
                 seen.add(seq)
+                absorbed.discard(seq)
                 top = seq if top is None else max(top, seq)
+                if rng.random() < 1 / 3:
+                    lib.les_replay_absorb(ctypes.byref(r), seq)
+                    absorbed.add(seq)
 
 
 def test_replay_seq_places_every_header_zone(lib):

@@ -561,10 +561,11 @@ def mutants_on_hop(T, prof, sums, seed=None):
     # the hop lost, and the hub's own resends (replays too).
     far = {"hpep": "rpep", "rpep": "hpep"}
     counted = {p: sum(d[far[p]].get(k, 0) for k in PEP_FAILS) for p in PEPS}
-    # A replay of a packet the PEP absorbed (an ACK the sender had from it)
-    # passes the endpoint's xfrm, which never saw its sequence number; its
-    # TCP drops it as old (PAWS).  So does the replay of a packet the hop
-    # lost: it is the endpoint's first copy, and genuine.  A SYN-ACK so
+    # A replay of an ACK the PEP thinned passes the endpoint's xfrm, which
+    # never saw its sequence number (the PEP drops a copy of what it
+    # absorbed, accel absorbed replays); its TCP drops it as old (PAWS).
+    # So does the replay of a packet the hop lost: it is the endpoint's
+    # first copy, and genuine.  A SYN-ACK so
     # replayed after the handshake was retransmitted draws a challenge ACK
     # (RFC 5961 4; seen once in CI on Debian 6.1, with a connect of 1.6 s).
     # Nothing else of a mutant reaches TCP (docs/threat-model.md 5).  A
@@ -584,7 +585,7 @@ def mutants_on_hop(T, prof, sums, seed=None):
          not any(d[p].get(k, 0) for p in PEPS for k in ("LesAccelErrors", "LesAccelLost")) and
          tcp_ok,
          "mutants on the hop both ways: the PEPs count them and act on none, the endpoints' "
-         "TCP sees none but replays of absorbed ACKs, and drops those, nothing ACKed early "
+         "TCP sees none but replays of thinned ACKs, and drops those, nothing ACKed early "
          f"is lost, the {'10 MB' if target else '1 MB'} arrive intact (at least {least[0]} "
          f"mutants at the hub, {least[1]} at the remote PEP)",
          {"fetch": res, "seed": seed, "sent": sent, "counted": counted, "peps": d,
@@ -1848,6 +1849,75 @@ def lan_mutants(T, prof, sums):
          {"fetch": res, "replaced": replaced, "dropped": dropped, "peps": d})
 
 
+REPLAYER = r"""
+import socket, struct, sys, time
+s = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)
+s.bind((sys.argv[1], 0))
+data, off = open(sys.argv[2], "rb").read(), 0
+while off < len(data):
+    n = struct.unpack_from("!H", data, off)[0]
+    s.send(data[off + 2:off + 2 + n])
+    off += 2 + n
+    time.sleep(0.002)
+"""
+
+
+def absorbed_replays(T, prof, sums):
+    """Replays of what the hub absorbed go no further.  The client's ACKs
+    that came off the hop during a 1 MB download are captured at the hub,
+    with what it sent on to the server; after the download they are all
+    sent again from the remote PEP.  Those the hub absorbed (the server
+    had what they say from the hub) the server's xfrm never saw, and would
+    take: the hub drops each (LesAccelDupAbsorbed).  The others it
+    forwards, and the server's xfrm refuses them.  The server's SA takes
+    none of them."""
+    tb.Mode("les-pep", prof)
+    caps = {}
+    try:
+        for tag, dev, way in (("came", "h-r", "in"), ("went", "h-s", "out")):
+            path = f"{tb.WORK}/absorbed-{tag}.pcap"
+            cap = subprocess.Popen(["tcpdump", "-Z", "root", "-n", "-U", "-s", "0", "-Q", way,
+                                    "-i", dev, "-w", path, "ip proto 50"],
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                                   text=True, preexec_fn=tb.netns_of("hpep"))
+            caps[tag] = (cap, path)
+            cap.stderr.readline()                   # "listening on ..."
+        res = tb.fetch("1M", tb_conf("1M"), sums, 60)
+        time.sleep(3)                               # the connection's close
+    finally:
+        for cap, _ in caps.values():
+            cap.terminate()
+            cap.wait(30)
+    came = [(f, esp_of(f)) for f in pcap_frames(caps["came"][1])]
+    came = [(f, struct.unpack_from("!II", e)) for f, e in came if e]
+    went = set(esp_frames(caps["went"][1]))
+    spi = max({k[0] for _, k in came}, key=lambda x: sum(k[0] == x for _, k in came))
+    came = [(f, k) for f, k in came if k[0] == spi]
+    # The hub remembers what it absorbed of the newest 1,024 numbers.
+    top = max(k[1] for _, k in came)
+    again = [(f, k) for f, k in came if top - k[1] < 1000]
+    absorbed = {k for _, k in again if k not in went}
+    path = f"{tb.WORK}/absorbed-replays.bin"
+    with open(path, "wb") as out:
+        for f, _ in again:
+            out.write(struct.pack("!H", len(f)) + f)
+    before, taken = stats("hpep"), sa_packets("server", spi)
+    subprocess.run([sys.executable, "-c", REPLAYER, "r-h", path], check=True, timeout=120,
+                   preexec_fn=tb.netns_of("rpep"))
+    time.sleep(1)
+    d, taken = delta(before, stats("hpep")), sa_packets("server", spi) - taken
+    print(f"# absorbed replays: {len(again)} sent again, {len(absorbed)} of them absorbed "
+          f"before; the server's SA took {taken}; hub {d}", flush=True)
+    T.ok(res["status"] == "ok" and len(absorbed) >= 10 and not taken and
+         d.get("LesPepReplay", 0) == len(again) and
+         0.9 * len(absorbed) <= d.get("LesAccelDupAbsorbed", 0) <= len(absorbed) and
+         not d.get("LesAccelLost", 0),
+         "the client's ACKs sent again after a 1 MB download: the hub counts each as a "
+         "replay, drops those it absorbed, the server's SA takes none",
+         {"fetch": res, "sent again": len(again), "absorbed": len(absorbed), "taken": taken,
+          "hub": d})
+
+
 def hop_outage(T, prof, sums):
     """The hop down (every packet lost, both ways) for the flow tables'
     idle timeout (2 s, both PEPs) plus 6 s (FULL=1: 5 s plus 30), once the
@@ -1927,20 +1997,31 @@ def hop_outage(T, prof, sums):
          {"fetch": res, "back": back, "seen": seen, "peps": d, "after": after})
 
 
-def esp_frames(path):
-    """{(SPI, sequence number): [every sending's bytes from the ESP header
-    on]} of the IPv4 ESP frames in pcap file @path, in capture order."""
-    sent = {}
+def pcap_frames(path):
+    """The frames of pcap file @path, in capture order."""
+    frames = []
     with open(path, "rb") as f:
         data = f.read()
     off = 24
     while off + 16 <= len(data):
         n = struct.unpack_from("<I", data, off + 8)[0]
-        frame = data[off + 16:off + 16 + n]
+        frames.append(data[off + 16:off + 16 + n])
         off += 16 + n
-        if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 50:
-            continue
-        esp = frame[14 + (frame[14] & 15) * 4:]
+    return frames
+
+
+def esp_of(frame):
+    """An IPv4 ESP frame's bytes from the ESP header on, or None."""
+    if len(frame) < 42 or frame[12:14] != b"\x08\x00" or frame[23] != 50:
+        return None
+    return frame[14 + (frame[14] & 15) * 4:]
+
+
+def esp_frames(path):
+    """{(SPI, sequence number): [every sending's bytes from the ESP header
+    on]} of the IPv4 ESP frames in pcap file @path, in capture order."""
+    sent = {}
+    for esp in filter(None, map(esp_of, pcap_frames(path))):
         sent.setdefault(struct.unpack_from("!II", esp), []).append(esp)
     return sent
 
@@ -2779,6 +2860,7 @@ def run(T, out, ko):
                              ("round trips", round_trips),
                              ("small buffer", small_buffer),
                              ("udp flood", udp_flood), ("forged far seq", forged_far_seq),
+                             ("absorbed replays", absorbed_replays),
                              ("rst out of window", rst_out_of_window),
                              ("syn mid transfer", syn_mid_transfer),
                              ("flush", flush_mid_transfer),
