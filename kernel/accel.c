@@ -536,7 +536,7 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 			  bool reset)
 {
 	unsigned long due = (jiffies + delay) ?: 1;
-	unsigned long cur, seen;
+	unsigned long cur;
 
 	lockdep_assert_held(&container_of(an, struct les_pep_net, accel)->flows.lock);
 	if (!reset && delayed_work_pending(&an->tick))
@@ -545,9 +545,7 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 	do {
 		if (cur && !time_after(cur, due))
 			break;
-		seen = cur;
-		cur = cmpxchg(&an->tick_due, seen, due);
-	} while (cur != seen);
+	} while (!try_cmpxchg(&an->tick_due, &cur, due));
 	if (reset)
 		mod_delayed_work(les_pep_wq, &an->tick, delay);
 	else

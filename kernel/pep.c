@@ -258,9 +258,8 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	struct les_pep_pkt pkt;
 	bool dead = false, authentic;
 	bool absorbed = false;
+	u64 seq = 0;
 	int why;
-
-	u64 seq;
 
 	if (err)
 		why = err == -EBADMSG ? LES_STAT_PEP_AUTH_FAILED : LES_STAT_PEP_ERRORS;
@@ -398,6 +397,10 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 		les_flow_seen(&pn->flows, &pkt,
 			      op->draining ? les_drain_flow_reads : NULL,
 			      op->skb ? les_pep_accel : NULL, &arg);
+		/*
+		 * Marked after the fact: one opener per namespace reads the
+		 * packets in order, so no copy of it is read before this.
+		 */
 		if (todo->absorbed) {
 			spin_lock_bh(&x->lock);
 			les_replay_absorb(les_sa_replay(op->sa, x), seq);

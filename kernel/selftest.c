@@ -373,7 +373,7 @@ static int les_selftest_zones(void)
 		skb = alloc_skb(LES_KAT_MAX, GFP_KERNEL);
 		err = skb ? les_selftest_zone(&les_zone_kats[i], sa, skb) :
 			    -ENOMEM;
-		kfree_skb(skb);
+		consume_skb(skb);
 		les_sa_free_keys(sa);
 		memset(sa, 0, sizeof(*sa));
 	}
