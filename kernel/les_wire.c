@@ -792,11 +792,33 @@ static void replay_set(__u32 *bits, __u64 seq, bool on)
 		bits[i / 32] &= ~(1u << (i % 32));
 }
 
-/* Do @seq's bits still describe it (not yet slid over)? */
-static bool replay_recent(const struct les_replay *r, __u64 seq)
+static bool absorbed_bit(const struct les_replay *r, __u64 seq)
 {
-	return r->any && seq != REPLAY_NONE && seq <= r->top &&
-	       r->top - seq < LES_REPLAY_MAX;
+	unsigned int i = seq & (LES_ABSORBED_MAX - 1);
+
+	return r->absorbed[i / 32] & (1u << (i % 32));
+}
+
+/* The window slides from @from to @to: the marks of (from, to] go. */
+static void absorbed_slide(struct les_replay *r, __u64 from, __u64 to)
+{
+	__u64 s = from + 1;
+
+	if (to - from >= LES_ABSORBED_MAX) {
+		memset(r->absorbed, 0, sizeof(r->absorbed));
+		return;
+	}
+	while (s <= to) {
+		unsigned int i = s & (LES_ABSORBED_MAX - 1);
+
+		if (!(i % 32) && to - s >= 31) {
+			r->absorbed[i / 32] = 0;
+			s += 32;
+		} else {
+			r->absorbed[i / 32] &= ~(1u << (i % 32));
+			s++;
+		}
+	}
 }
 
 bool les_replay_check(const struct les_replay *r, __u64 seq)
@@ -820,28 +842,38 @@ void les_replay_advance(struct les_replay *r, __u64 seq)
 	}
 	if (!r->any || seq - r->top >= LES_REPLAY_MAX) {
 		memset(r->bits, 0, sizeof(r->bits));
-		memset(r->absorbed, 0, sizeof(r->absorbed));
 	} else {
 		/* Bits of the numbers the window slides over are free again. */
-		for (s = r->top + 1; s <= seq; s++) {
+		for (s = r->top + 1; s < seq; s++)
 			replay_set(r->bits, s, false);
-			replay_set(r->absorbed, s, false);
-		}
 	}
+	if (r->any)
+		absorbed_slide(r, r->top, seq);
+	else
+		memset(r->absorbed, 0, sizeof(r->absorbed));
 	r->top = seq;
 	r->any = true;
 	replay_set(r->bits, seq, true);
 }
 
+/* Do @seq's marks still describe it (not yet slid over)? */
+static bool absorbed_recent(const struct les_replay *r, __u64 seq)
+{
+	return r->any && seq != REPLAY_NONE && seq <= r->top &&
+	       r->top - seq < LES_ABSORBED_MAX;
+}
+
 void les_replay_absorb(struct les_replay *r, __u64 seq)
 {
-	if (replay_recent(r, seq))
-		replay_set(r->absorbed, seq, true);
+	unsigned int i = seq & (LES_ABSORBED_MAX - 1);
+
+	if (absorbed_recent(r, seq))
+		r->absorbed[i / 32] |= 1u << (i % 32);
 }
 
 bool les_replay_absorbed(const struct les_replay *r, __u64 seq)
 {
-	return replay_recent(r, seq) && replay_bit(r->absorbed, seq);
+	return absorbed_recent(r, seq) && absorbed_bit(r, seq);
 }
 
 /* ---- Pure ACKs a PEP makes ------------------------------------------ */

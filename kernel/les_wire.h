@@ -269,13 +269,15 @@ size_t les_hdr_chain(__u8 nexthdr, const __u8 *buf, size_t avail,
 
 #define LES_REPLAY_MIN		64
 #define LES_REPLAY_MAX		1024
+/* As far back as an endpoint's xfrm window reaches (XFRMA_REPLAY_ESN_MAX). */
+#define LES_ABSORBED_MAX	4096
 
 struct les_replay {
 	__u64 top;		/* highest sequence number accepted */
 	unsigned int size;	/* window, packets: LES_REPLAY_MIN..MAX */
 	bool any;		/* a packet was accepted */
 	__u32 bits[LES_REPLAY_MAX / 32];	/* bit (seq % MAX): seen */
-	__u32 absorbed[LES_REPLAY_MAX / 32];	/* ... and dropped by the PEP */
+	__u32 absorbed[LES_ABSORBED_MAX / 32];	/* seen, and dropped by the PEP */
 };
 
 void les_replay_init(struct les_replay *r, unsigned int size);
@@ -291,8 +293,9 @@ bool les_replay_check(const struct les_replay *r, __u64 seq);
 void les_replay_advance(struct les_replay *r, __u64 seq);
 /*
  * Mark @seq, seen, as one the PEP dropped: no endpoint has it, so its
- * xfrm would take a copy.  Remembered for the LES_REPLAY_MAX numbers up
- * to the newest, whatever the window.
+ * xfrm would take a copy.  Remembered for the LES_ABSORBED_MAX numbers up
+ * to the newest, whatever the window: as long as any endpoint's window
+ * could take it.
  */
 void les_replay_absorb(struct les_replay *r, __u64 seq);
 /* Is @seq one les_replay_absorb() marked? */

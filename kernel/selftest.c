@@ -182,7 +182,7 @@ static int les_selftest_replay(void)
 	CHECK(les_replay_check(&r, 40) && !les_replay_check(&r, 36));
 	CHECK(!les_replay_check(&r, 100) && les_replay_check(&r, 101));
 	/*
-	 * Absorbed: remembered past the window, up to LES_REPLAY_MAX back,
+	 * Absorbed: remembered past the window, up to LES_ABSORBED_MAX back,
 	 * and forgotten as the window slides over the number again.
 	 */
 	les_replay_advance(&r, 90);
@@ -190,11 +190,11 @@ static int les_selftest_replay(void)
 	les_replay_absorb(&r, 101);
 	CHECK(les_replay_absorbed(&r, 90) && !les_replay_absorbed(&r, 89) &&
 	      !les_replay_absorbed(&r, 101));
-	les_replay_advance(&r, 90 + LES_REPLAY_MAX - 1);
+	les_replay_advance(&r, 90 + LES_ABSORBED_MAX - 1);
 	CHECK(!les_replay_check(&r, 90) && les_replay_absorbed(&r, 90));
-	les_replay_advance(&r, 90 + LES_REPLAY_MAX);
+	les_replay_advance(&r, 90 + LES_ABSORBED_MAX);
 	CHECK(!les_replay_absorbed(&r, 90) &&
-	      !les_replay_absorbed(&r, 90 + LES_REPLAY_MAX));
+	      !les_replay_absorbed(&r, 90 + LES_ABSORBED_MAX));
 	/* Across an ESN epoch: SeqLo wraps, the epoch tells. */
 	les_replay_advance(&r, 0xfffffff0ULL);
 	s = les_replay_seq(&r, 1, 3);

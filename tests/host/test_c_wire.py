@@ -54,7 +54,7 @@ class LesTcpSeg(ctypes.Structure):
 class LesReplay(ctypes.Structure):
     """struct les_replay (kernel/les_wire.h), field for field."""
     _fields_ = [("top", ctypes.c_uint64), ("size", ctypes.c_uint), ("any", ctypes.c_bool),
-                ("bits", ctypes.c_uint32 * 32), ("absorbed", ctypes.c_uint32 * 32)]
+                ("bits", ctypes.c_uint32 * 32), ("absorbed", ctypes.c_uint32 * 128)]
 
 
 @pytest.fixture(scope="module")
@@ -430,7 +430,7 @@ def test_replay_window_matches_a_model(lib):
     """Random 64-bit sequence numbers around a moving top, against a
     model that remembers every number: accept iff newer than the top, or
     within the window and not seen.  A third of those accepted are marked
-    absorbed: one is absorbed iff so marked and within 1,024 of the top,
+    absorbed: one is absorbed iff so marked and within 4,096 of the top,
     whatever the window."""
     rng = random.Random(7)
     for size in (0, 64, 100, 1024, 5000):
@@ -442,10 +442,10 @@ def test_replay_window_matches_a_model(lib):
         for _ in range(N // 2):
             base = top if top is not None else rng.getrandbits(40)
             seq = max(0, base + rng.choice([1, 1, 2, -1, -5, -w + 1, -w, -w - 1, 3 * w,
-                                            rng.randint(-2 * w, 2 * w)]))
+                                            rng.randint(-2 * w, 2 * w), 4096, 4097]))
             want = top is None or seq > top or (top - seq < w and seq not in seen)
             assert lib.les_replay_check(ctypes.byref(r), seq) == want, (size, top, seq)
-            marked = top is not None and seq in absorbed and seq <= top and top - seq < 1024
+            marked = top is not None and seq in absorbed and seq <= top and top - seq < 4096
             assert lib.les_replay_absorbed(ctypes.byref(r), seq) == marked, (size, top, seq)
             if want:
                 lib.les_replay_advance(ctypes.byref(r), seq)
@@ -455,6 +455,31 @@ def test_replay_window_matches_a_model(lib):
                 if rng.random() < 1 / 3:
                     lib.les_replay_absorb(ctypes.byref(r), seq)
                     absorbed.add(seq)
+
+
+def test_replay_absorbed_marks_match_a_model(lib):
+    """Absorbed marks against a model, every number from 4,200 below the
+    top up, as the top moves by small steps and by jumps past the marks'
+    reach (4,096): a mark holds while its number is within 4,095 of the
+    top, and is gone after."""
+    rng = random.Random(11)
+    r = LesReplay()
+    lib.les_replay_init(ctypes.byref(r), 1024)
+    top, marked = 10 ** 6, set()
+    lib.les_replay_advance(ctypes.byref(r), top)
+    for step in range(2000):
+        if rng.random() < 0.05:
+            top += rng.choice([4095, 4096, 5000])
+        else:
+            top += rng.choice([1, 2, 3, 31, 32, 33, 63, 64, 65])
+        lib.les_replay_advance(ctypes.byref(r), top)
+        for s in {top} | {top - rng.randrange(4096) for _ in range(8)}:
+            lib.les_replay_absorb(ctypes.byref(r), s)
+            marked.add(s)
+        # The oldest marks, each time: a slide must take no more than it passes.
+        for s in range(top - 4100 if step % 50 else top - 4200, top - 4000 if step % 50 else top + 2):
+            want = s in marked and top - s < 4096
+            assert lib.les_replay_absorbed(ctypes.byref(r), s) == want, (top, s)
 
 
 def test_replay_seq_places_every_header_zone(lib):

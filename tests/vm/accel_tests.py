@@ -1893,9 +1893,9 @@ def absorbed_replays(T, prof, sums):
     went = set(esp_frames(caps["went"][1]))
     spi = max({k[0] for _, k in came}, key=lambda x: sum(k[0] == x for _, k in came))
     came = [(f, k) for f, k in came if k[0] == spi]
-    # The hub remembers what it absorbed of the newest 1,024 numbers.
+    # The hub remembers what it absorbed of the newest 4,096 numbers.
     top = max(k[1] for _, k in came)
-    again = [(f, k) for f, k in came if top - k[1] < 1000]
+    again = [(f, k) for f, k in came if top - k[1] < 4000]
     absorbed = {k for _, k in again if k not in went}
     path = f"{tb.WORK}/absorbed-replays.bin"
     with open(path, "wb") as out:
