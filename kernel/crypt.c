@@ -65,6 +65,32 @@ struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,
 	return c;
 }
 
+/*
+ * The zones of a packet whose ESP header is at @esp, @esp_off into its skb
+ * (linear up to the IV): the payload zone's AAD prefix is SPI, SeqHi
+ * (@seq_hi, with ESN only) and SeqLo; without ESN, the ESP header itself.
+ */
+void les_crypt_set_zones(struct les_crypt *c, const u8 *esp,
+			 unsigned int esp_off, const __be32 *seq_hi,
+			 unsigned int hz_len, unsigned int pz_len)
+{
+	memcpy(c->prefix, esp, 4);
+	if (seq_hi) {
+		memcpy(c->prefix + 4, seq_hi, 4);
+		memcpy(c->prefix + 8, esp + 4, 4);
+		c->prefix_len = 12;
+		c->prefix_in_skb = false;
+	} else {
+		memcpy(c->prefix + 4, esp + 4, 4);
+		c->prefix_len = 8;
+		c->prefix_in_skb = true;
+	}
+	memcpy(c->iv, esp + LES_ESP_HDR_LEN, LES_IV_LEN);
+	c->zone_off = esp_off + LES_ESP_HDR_LEN;
+	c->hz_len = hz_len;
+	c->pz_len = pz_len;
+}
+
 /* Drop the source pages paged output handed over, then the operation. */
 void les_crypt_free(struct les_crypt *c)
 {

@@ -269,21 +269,9 @@ int les_input(struct xfrm_state *x, struct sk_buff *skb)
 	c = les_crypt_alloc(sa, nfrags, 0);
 	if (!c)
 		return -ENOMEM;
-	memcpy(c->prefix, skb->data, 4);
-	if (x->props.flags & XFRM_STATE_ESN) {
-		memcpy(c->prefix + 4, &XFRM_SKB_CB(skb)->seq.input.hi, 4);
-		memcpy(c->prefix + 8, skb->data + 4, 4);
-		c->prefix_len = 12;
-		c->prefix_in_skb = false;
-	} else {
-		memcpy(c->prefix + 4, skb->data + 4, 4);
-		c->prefix_len = 8;
-		c->prefix_in_skb = true;
-	}
-	memcpy(c->iv, skb->data + LES_ESP_HDR_LEN, LES_IV_LEN);
-	c->zone_off = LES_ESP_HDR_LEN;
-	c->hz_len = hz_len;
-	c->pz_len = header_only ? 0 : skb->len - hz_end - LES_ICV_LEN;
+	les_crypt_set_zones(c, skb->data, 0, x->props.flags & XFRM_STATE_ESN ?
+			    &XFRM_SKB_CB(skb)->seq.input.hi : NULL, hz_len,
+			    header_only ? 0 : skb->len - hz_end - LES_ICV_LEN);
 	/* The header zone first: its plaintext is the payload zone's AAD. */
 	c->step = LES_STEP_HZ;
 	LES_SKB_CB(skb)->tmp = c;

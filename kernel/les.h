@@ -138,6 +138,9 @@ struct les_crypt *les_crypt_alloc(struct les_sa *sa, int nfrags,
 				  int src_nfrags);
 int les_crypt_pz_src(struct les_crypt *c, struct sk_buff *skb);
 void les_crypt_free(struct les_crypt *c);
+void les_crypt_set_zones(struct les_crypt *c, const u8 *esp,
+			 unsigned int esp_off, const __be32 *seq_hi,
+			 unsigned int hz_len, unsigned int pz_len);
 int les_crypt_zone(struct les_crypt *c, struct sk_buff *skb, bool encrypt,
 		   crypto_completion_t done);
 unsigned int les_hz_peek_len(const struct les_sa *sa, const u8 *iv,

@@ -246,6 +246,7 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 	int nfrags, src_nfrags, err;
 	struct les_crypt *c;
 	bool header_only;
+	__be32 seq_hi;
 	u8 *tail;
 	u64 seq;
 
@@ -345,22 +346,12 @@ int les_output(struct xfrm_state *x, struct sk_buff *skb)
 		err = -ENOMEM;
 		goto error;
 	}
-	memcpy(c->prefix, esph, 4);
-	if (x->props.flags & XFRM_STATE_ESN) {
-		les_put_be32(c->prefix + 4, XFRM_SKB_CB(skb)->seq.output.hi);
-		memcpy(c->prefix + 8, esph + 4, 4);
-		c->prefix_len = 12;
-		c->prefix_in_skb = false;
-	} else {
-		memcpy(c->prefix + 4, esph + 4, 4);
-		c->prefix_len = 8;
-		c->prefix_in_skb = true;
-	}
-	memcpy(c->iv, esph + LES_ESP_HDR_LEN, LES_IV_LEN);
-	c->zone_off = esph_off + LES_ESP_HDR_LEN;
-	c->hz_len = LES_HZ_DESC_LEN + hdrs;
-	c->pz_len = header_only ? 0 : LES_CSUM_LEN + total - hdrs +
-				      plan.moved_len + 2;
+	seq_hi = htonl(XFRM_SKB_CB(skb)->seq.output.hi);
+	les_crypt_set_zones(c, esph, esph_off,
+			    x->props.flags & XFRM_STATE_ESN ? &seq_hi : NULL,
+			    LES_HZ_DESC_LEN + hdrs,
+			    header_only ? 0 : LES_CSUM_LEN + total - hdrs +
+					      plan.moved_len + 2);
 	/* The payload zone first: ICV2 covers its ciphertext and ICV1. */
 	c->step = header_only ? LES_STEP_HZ : LES_STEP_PZ;
 	LES_SKB_CB(skb)->tmp = c;

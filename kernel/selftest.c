@@ -314,22 +314,9 @@ static int les_selftest_zone(const struct les_zone_kat *t, struct les_sa *sa,
 
 	c = les_crypt_alloc(sa, 1, 0);
 	CHECK(c);
-	memcpy(c->prefix, skb->data, 4);
-	if (t->esn) {
-		seq_hi = cpu_to_be32(t->seq_hi);
-		memcpy(c->prefix + 4, &seq_hi, 4);
-		memcpy(c->prefix + 8, skb->data + 4, 4);
-		c->prefix_len = 12;
-		c->prefix_in_skb = false;
-	} else {
-		memcpy(c->prefix + 4, skb->data + 4, 4);
-		c->prefix_len = 8;
-		c->prefix_in_skb = true;
-	}
-	memcpy(c->iv, skb->data + LES_ESP_HDR_LEN, LES_IV_LEN);
-	c->zone_off = LES_ESP_HDR_LEN;
-	c->hz_len = t->hz_len;
-	c->pz_len = t->pz_len;
+	seq_hi = cpu_to_be32(t->seq_hi);
+	les_crypt_set_zones(c, skb->data, 0, t->esn ? &seq_hi : NULL, t->hz_len,
+			    t->pz_len);
 	init_completion(&w.done);
 	LES_SKB_CB(skb)->tmp = &w;
 
