@@ -35,17 +35,18 @@ struct les_sa {
 	u8 pz_salt[LES_SALT_LEN];
 	/* R: this state's IV mask, never shared with another state (2.2). */
 	u64 iv_mask;
-	/*
-	 * pep-view: the PEP's replay window, under x->lock (section 7);
-	 * size 0 until the first header zone (les_sa_replay()).
-	 */
-	struct les_replay replay;
 	/* pep-origin-out: in its namespace's list (origin.c). */
 	struct list_head origin_node;
 	/* endpoint: KP, which its PEP-origin SAs' keys come from (sa_bind.c) */
 	u8 kp[LES_KP_LEN];
 	/* pep-origin-in: that endpoint SA, compared, never followed */
 	const struct xfrm_state *parent;
+	/*
+	 * pep-view only, the others have none: the PEP's replay window, under
+	 * x->lock (section 7); size 0 until the first header zone
+	 * (les_sa_replay()).
+	 */
+	struct les_replay replay[];
 };
 
 /* Per-packet crypto state, carried in skb->cb across async completion. */

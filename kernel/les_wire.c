@@ -775,47 +775,41 @@ __u64 les_replay_seq(const struct les_replay *r, __u16 epoch, __u32 seq_lo)
 	return (__u64)hi << 32 | seq_lo;
 }
 
-static bool replay_bit(const __u32 *bits, __u64 seq)
+/*
+ * A ring of @nbits bits (a power of two) indexed by sequence number: the
+ * seen bits of the window and the absorbed marks are two of them.
+ */
+static bool ring_test(const __u32 *ring, unsigned int nbits, __u64 seq)
 {
-	unsigned int i = seq & (LES_REPLAY_MAX - 1);
+	unsigned int i = seq & (nbits - 1);
 
-	return bits[i / 32] & (1u << (i % 32));
+	return ring[i / 32] & (1u << (i % 32));
 }
 
-static void replay_set(__u32 *bits, __u64 seq, bool on)
+static void ring_set(__u32 *ring, unsigned int nbits, __u64 seq)
 {
-	unsigned int i = seq & (LES_REPLAY_MAX - 1);
+	unsigned int i = seq & (nbits - 1);
 
-	if (on)
-		bits[i / 32] |= 1u << (i % 32);
-	else
-		bits[i / 32] &= ~(1u << (i % 32));
+	ring[i / 32] |= 1u << (i % 32);
 }
 
-static bool absorbed_bit(const struct les_replay *r, __u64 seq)
-{
-	unsigned int i = seq & (LES_ABSORBED_MAX - 1);
-
-	return r->absorbed[i / 32] & (1u << (i % 32));
-}
-
-/* The window slides from @from to @to: the marks of (from, to] go. */
-static void absorbed_slide(struct les_replay *r, __u64 from, __u64 to)
+/* The window's top moves from @from to @to: the bits of (from, to] go. */
+static void ring_slide(__u32 *ring, unsigned int nbits, __u64 from, __u64 to)
 {
 	__u64 s = from + 1;
 
-	if (to - from >= LES_ABSORBED_MAX) {
-		memset(r->absorbed, 0, sizeof(r->absorbed));
+	if (to - from >= nbits) {
+		memset(ring, 0, nbits / 8);
 		return;
 	}
 	while (s <= to) {
-		unsigned int i = s & (LES_ABSORBED_MAX - 1);
+		unsigned int i = s & (nbits - 1);
 
 		if (!(i % 32) && to - s >= 31) {
-			r->absorbed[i / 32] = 0;
+			ring[i / 32] = 0;
 			s += 32;
 		} else {
-			r->absorbed[i / 32] &= ~(1u << (i % 32));
+			ring[i / 32] &= ~(1u << (i % 32));
 			s++;
 		}
 	}
@@ -829,31 +823,25 @@ bool les_replay_check(const struct les_replay *r, __u64 seq)
 		return true;
 	if (r->top - seq >= r->size)
 		return false;
-	return !replay_bit(r->bits, seq);
+	return !ring_test(r->bits, LES_REPLAY_MAX, seq);
 }
 
 void les_replay_advance(struct les_replay *r, __u64 seq)
 {
-	__u64 s;
-
 	if (r->any && seq <= r->top) {
-		replay_set(r->bits, seq, true);
+		ring_set(r->bits, LES_REPLAY_MAX, seq);
 		return;
 	}
-	if (!r->any || seq - r->top >= LES_REPLAY_MAX) {
-		memset(r->bits, 0, sizeof(r->bits));
+	if (r->any) {
+		ring_slide(r->bits, LES_REPLAY_MAX, r->top, seq);
+		ring_slide(r->absorbed, LES_ABSORBED_MAX, r->top, seq);
 	} else {
-		/* Bits of the numbers the window slides over are free again. */
-		for (s = r->top + 1; s < seq; s++)
-			replay_set(r->bits, s, false);
-	}
-	if (r->any)
-		absorbed_slide(r, r->top, seq);
-	else
+		memset(r->bits, 0, sizeof(r->bits));
 		memset(r->absorbed, 0, sizeof(r->absorbed));
+	}
 	r->top = seq;
 	r->any = true;
-	replay_set(r->bits, seq, true);
+	ring_set(r->bits, LES_REPLAY_MAX, seq);
 }
 
 /* Do @seq's marks still describe it (not yet slid over)? */
@@ -865,15 +853,14 @@ static bool absorbed_recent(const struct les_replay *r, __u64 seq)
 
 void les_replay_absorb(struct les_replay *r, __u64 seq)
 {
-	unsigned int i = seq & (LES_ABSORBED_MAX - 1);
-
 	if (absorbed_recent(r, seq))
-		r->absorbed[i / 32] |= 1u << (i % 32);
+		ring_set(r->absorbed, LES_ABSORBED_MAX, seq);
 }
 
 bool les_replay_absorbed(const struct les_replay *r, __u64 seq)
 {
-	return absorbed_recent(r, seq) && absorbed_bit(r, seq);
+	return absorbed_recent(r, seq) &&
+	       ring_test(r->absorbed, LES_ABSORBED_MAX, seq);
 }
 
 /* ---- Pure ACKs a PEP makes ------------------------------------------ */

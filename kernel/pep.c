@@ -329,27 +329,21 @@ static void les_pep_finish(struct les_pep_op *op, int err,
 	if (!why)
 		why = les_pep_parse(op, &pkt);
 	/*
-	 * A copy of a packet the engine absorbed: its receiver's xfrm never
-	 * saw the number and would take it, and its TCP drop it as old.
-	 * Nothing it says is news; it goes no further.
+	 * Replays that go no further, as nothing they say is news: a copy of
+	 * a packet the engine absorbed (its receiver's xfrm never saw the
+	 * number and would take it, its TCP drop it as old); and off the
+	 * hop, the far PEP's resend of a packet held here past its
+	 * receiver's window, read (it is authentic, ICV2 said so) only to
+	 * find that out (receiver.c).
 	 */
-	if (absorbed && op->skb) {
+	if (why == LES_STAT_PEP_REPLAY && op->skb &&
+	    (absorbed ||
+	     (!op->to_hop && atomic_read(&pn->accel.active) &&
+	      !les_pep_parse(op, &pkt) &&
+	      les_flow_peek(&pn->flows, &pkt, les_rcv_holds)))) {
 		les_stat_inc(pn->net, why);
-		les_stat_inc(pn->net, LES_STAT_ACCEL_DUP_ABSORBED);
-		__skb_queue_tail(&todo->drop, op->skb);
-		op->skb = NULL;
-		goto out;
-	}
-	/*
-	 * A replay off the hop may be the far PEP's resend of a packet held
-	 * here past its receiver's window: read (it is authentic, ICV2 said
-	 * so) only to find that out, never as news (receiver.c).
-	 */
-	if (why == LES_STAT_PEP_REPLAY && op->skb && !op->to_hop &&
-	    atomic_read(&pn->accel.active) && !les_pep_parse(op, &pkt) &&
-	    les_flow_peek(&pn->flows, &pkt, les_rcv_holds)) {
-		les_stat_inc(pn->net, why);
-		les_stat_inc(pn->net, LES_STAT_ACCEL_DUP_HELD);
+		les_stat_inc(pn->net, absorbed ? LES_STAT_ACCEL_DUP_ABSORBED :
+						 LES_STAT_ACCEL_DUP_HELD);
 		__skb_queue_tail(&todo->drop, op->skb);
 		op->skb = NULL;
 		goto out;

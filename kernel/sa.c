@@ -202,11 +202,11 @@ static unsigned int les_header_len(const struct xfrm_state *x,
  */
 struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x)
 {
-	if (!sa->replay.size)
-		les_replay_init(&sa->replay, x->replay_esn ?
+	if (!sa->replay->size)
+		les_replay_init(sa->replay, x->replay_esn ?
 				x->replay_esn->replay_window :
 				x->props.replay_window);
-	return &sa->replay;
+	return sa->replay;
 }
 
 /*
@@ -297,7 +297,9 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 	if (err)
 		return err;
 
-	sa = kzalloc(sizeof(*sa), GFP_KERNEL);
+	/* Only a PEP keeps a replay window: its marks are 0.6 KiB. */
+	sa = kzalloc(struct_size(sa, replay, blob.role == LES_ROLE_PEP_VIEW),
+		     GFP_KERNEL);
 	if (!sa)
 		return -ENOMEM;
 	sa->x = x;
