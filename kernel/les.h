@@ -43,7 +43,7 @@ struct les_sa {
 	const struct xfrm_state *parent;
 	/*
 	 * pep-view only, the others have none: the PEP's replay window, under
-	 * x->lock (section 7); size 0 until the first header zone
+	 * x->lock (section 7); its ->size 0 until the first header zone
 	 * (les_sa_replay()).
 	 */
 	struct les_replay replay[];

@@ -796,21 +796,23 @@ static void ring_set(__u32 *ring, unsigned int nbits, __u64 seq)
 /* The window's top moves from @from to @to: the bits of (from, to] go. */
 static void ring_slide(__u32 *ring, unsigned int nbits, __u64 from, __u64 to)
 {
-	__u64 s = from + 1;
+	__u64 s = from + 1, left = to - from;
 
-	if (to - from >= nbits) {
+	if (left >= nbits) {
 		memset(ring, 0, nbits / 8);
 		return;
 	}
-	while (s <= to) {
+	while (left) {
 		unsigned int i = s & (nbits - 1);
 
-		if (!(i % 32) && to - s >= 31) {
+		if (!(i % 32) && left >= 32) {
 			ring[i / 32] = 0;
 			s += 32;
+			left -= 32;
 		} else {
 			ring[i / 32] &= ~(1u << (i % 32));
 			s++;
+			left--;
 		}
 	}
 }

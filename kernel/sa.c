@@ -202,6 +202,8 @@ static unsigned int les_header_len(const struct xfrm_state *x,
  */
 struct les_replay *les_sa_replay(struct les_sa *sa, const struct xfrm_state *x)
 {
+	/* Only a pep-view SA has one (les_sa_init()). */
+	DEBUG_NET_WARN_ON_ONCE(sa->role != LES_ROLE_PEP_VIEW);
 	if (!sa->replay->size)
 		les_replay_init(sa->replay, x->replay_esn ?
 				x->replay_esn->replay_window :
@@ -298,7 +300,8 @@ int les_sa_init(struct xfrm_state *x, struct netlink_ext_ack *extack)
 		return err;
 
 	/* Only a PEP keeps a replay window: its marks are 0.6 KiB. */
-	sa = kzalloc(struct_size(sa, replay, blob.role == LES_ROLE_PEP_VIEW),
+	sa = kzalloc(struct_size(sa, replay,
+				 blob.role == LES_ROLE_PEP_VIEW ? 1 : 0),
 		     GFP_KERNEL);
 	if (!sa)
 		return -ENOMEM;
