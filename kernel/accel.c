@@ -546,10 +546,8 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 		if (cur && !time_after(cur, due))
 			break;
 	} while (!try_cmpxchg(&an->tick_due, &cur, due));
-	if (reset)
-		mod_delayed_work(les_pep_wq, &an->tick, delay);
-	else
-		queue_delayed_work(les_pep_wq, &an->tick, delay);
+	les_pep_work(container_of(an, struct les_pep_net, accel), &an->tick,
+		     delay, reset);
 }
 
 /*

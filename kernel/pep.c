@@ -18,6 +18,7 @@
  * is worth).  The queue is bounded: when the opener falls that far behind,
  * header zones go unread and counted, never packets.
  */
+#include <linux/cpumask.h>
 #include <linux/ip.h>
 #include <linux/ipv6.h>
 #include <linux/memcontrol.h>
@@ -98,13 +99,27 @@ static void les_pep_defrag_put(struct net *net)
 	put_net(net);
 }
 
+/*
+ * The CPU of a namespace that becomes a PEP: the next one round the online
+ * CPUs, so that the PEPs of a host's namespaces are spread over them.
+ */
+static int les_pep_pick_cpu(void)
+{
+	static atomic_t next = ATOMIC_INIT(0);
+
+	return cpumask_local_spread(atomic_inc_return(&next), NUMA_NO_NODE);
+}
+
 int les_pep_key_add(struct net *net)
 {
+	struct les_pep_net *pn = les_pep_net(net);
 	int err = les_pep_defrag_get(net);
 
-	if (!err)
-		atomic_inc(&les_pep_net(net)->keys);
-	return err;
+	if (err)
+		return err;
+	if (atomic_inc_return(&pn->keys) == 1)
+		WRITE_ONCE(pn->cpu, les_pep_pick_cpu());
+	return 0;
 }
 
 void les_pep_key_del(struct net *net)
@@ -133,7 +148,7 @@ struct les_pep_outer {
 	bool udp_csum;			/* whose checksum is to be checked */
 };
 
-struct workqueue_struct *les_pep_wq;
+static struct workqueue_struct *les_pep_wq;
 
 /*
  * One header zone to open.  Everything the result needs is copied out of
@@ -485,6 +500,31 @@ void les_pep_sync(struct les_pep_net *pn)
 	flush_delayed_work(&pn->opener);
 }
 
+/*
+ * Queue @dwork, the opener or the tick of @pn, to run on the namespace's
+ * CPU after @delay (with @reset, even if it was due later).  Both send what
+ * the PEP forwards, and a packet sent goes into the sending CPU's backlog
+ * (veth, netif_rx()): sent from one CPU, a flow's packets leave in order;
+ * sent from whichever CPU a worker had, one batch overtook the one before
+ * (docs/accel.md 8).  With its CPU offline the work runs anywhere, only
+ * out of order: a timer added on an offline CPU would not fire.
+ */
+void les_pep_work(struct les_pep_net *pn, struct delayed_work *dwork,
+		  unsigned long delay, bool reset)
+{
+	int cpu = READ_ONCE(pn->cpu);
+
+	/* cpu_online() holds while preemption is off: CPUs go in stop_machine(). */
+	preempt_disable();
+	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
+		cpu = WORK_CPU_UNBOUND;
+	if (reset)
+		mod_delayed_work_on(cpu, les_pep_wq, dwork, delay);
+	else
+		queue_delayed_work_on(cpu, les_pep_wq, dwork, delay);
+	preempt_enable();
+}
+
 static unsigned int les_pep_backlog_max(struct les_pep_net *pn)
 {
 	return les_pep_limit(READ_ONCE(pn->backlog_max),
@@ -598,7 +638,7 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	/* A packet waits for the opener: wake it now. */
 	if (*taken) {
 		if (queued == 1)
-			mod_delayed_work(les_pep_wq, &pn->opener, 0);
+			les_pep_work(pn, &pn->opener, 0, true);
 		return 0;
 	}
 	/*
@@ -608,9 +648,9 @@ static int les_pep_queue(struct les_pep_net *pn, struct xfrm_state *x,
 	 * per packet cost as much as the AEAD call it moved.
 	 */
 	if (queued == min(backlog_max, LES_PEP_BATCH))
-		mod_delayed_work(les_pep_wq, &pn->opener, 0);
+		les_pep_work(pn, &pn->opener, 0, true);
 	else if (queued == 1)
-		queue_delayed_work(les_pep_wq, &pn->opener, 1);
+		les_pep_work(pn, &pn->opener, 1, false);
 	return 0;
 }
 
@@ -971,6 +1011,7 @@ static int __net_init les_pep_net_init(struct net *net)
 	pn->backlog_bytes = 0;
 	pn->backlog_max = LES_PEP_BACKLOG_DEFAULT;
 	INIT_DELAYED_WORK(&pn->opener, les_pep_opener);
+	pn->cpu = WORK_CPU_UNBOUND;	/* until it has a key */
 	pn->pep_mark = LES_PEP_MARK_DEFAULT;
 	pn->encap_port = LES_PEP_ENCAP_PORT_DEFAULT;
 	/*
@@ -1050,8 +1091,12 @@ int les_pep_init(void)
 	err = les_held_cache_init();
 	if (err)
 		goto err_cache;
-	/* Unbound: the opener runs where the forwarding is not. */
-	les_pep_wq = alloc_workqueue("les_pep", WQ_UNBOUND, 0);
+	/*
+	 * Bound, each namespace's work on its CPU (les_pep_work()); CPU
+	 * intensive, so that an opener's batch of AEAD calls does not hold
+	 * back another namespace's tick on that CPU.
+	 */
+	les_pep_wq = alloc_workqueue("les_pep", WQ_CPU_INTENSIVE, 0);
 	if (!les_pep_wq) {
 		err = -ENOMEM;
 		goto err_held;

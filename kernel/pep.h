@@ -167,17 +167,23 @@ struct les_pep_net {
 	unsigned int backlog_len, backlog_max;
 	unsigned int backlog_bytes;	/* what they and the opener's batch cost */
 	struct delayed_work opener;
+	/*
+	 * Where the opener and the engine's tick run: what the PEP forwards
+	 * leaves from one CPU's backlog, so it leaves in the order it was sent.
+	 */
+	int cpu;
 	struct les_flow_table flows;
 	struct les_accel_net accel;
 };
 
 /* pep.c */
-extern struct workqueue_struct *les_pep_wq;
 int les_pep_init(void);
 void les_pep_exit(void);
 struct les_pep_net *les_pep_net(struct net *net);
 int les_pep_set_hook(struct les_pep_net *pn, bool on);	/* cfg_lock held */
 void les_pep_sync(struct les_pep_net *pn);
+void les_pep_work(struct les_pep_net *pn, struct delayed_work *dwork,
+		  unsigned long delay, bool reset);
 unsigned int les_pep_limit(unsigned int own, unsigned int init_net_value);
 
 /* flow.c */

@@ -149,7 +149,7 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # start (accel off, small buffer, short replay window), and rekeys (keyed by
 # charon: step ike runs on 6.1 too).
 each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|resends as sent|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|lan mutants|udp flood|forged far seq|absorbed replays|flush|namespace deleted|sack reneging|syn mid transfer)$'
-other_paths='^(accel off|stalled host|small buffer|ack key deleted|hop misbehaves|sender overtaken|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|outer ip options|ipv6|gso|rekeys|rst out of window)$'
+other_paths='^(accel off|stalled host|in order|small buffer|ack key deleted|hop misbehaves|sender overtaken|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|outer ip options|ipv6|gso|rekeys|rst out of window)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts t0 usual took pct
 	vmlog=$out/vm-$k.txt
