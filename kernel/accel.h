@@ -223,6 +223,7 @@ struct les_accel_dir {
 	u32 reo_us;
 	u8 reo_persist;
 	ktime_t reo_counted;	/* the last round trip @reo_persist counted */
+	ktime_t reo_grown;	/* when it last grew by a quarter */
 	/*
 	 * The hop's round trip as the copies see it, from when one left for
 	 * the hop to the receiver's ACK or SACK of it, copies sent once only

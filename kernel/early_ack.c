@@ -537,13 +537,23 @@ static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af
 	s64 rtt = les_early_hop_rtt_us(af, s);
 	s64 soon = d->hop_rtt.samples ? (s64)d->hop_rtt.min_us * 3 / 4 :
 		   (s64)r->rtt.min_us / 2;
+	s64 grow;
 
 	if (h->tx != 2 || !h->sack_resent || h->untimed ||
 	    !(d->hop_rtt.samples || r->rtt.samples) || late >= soon)
 		return;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_SPURIOUS);
-	d->reo_us = min_t(s64, les_early_reo_us(d, rtt) + 2 * max_t(s64, late, 0),
-			  rtt);
+	grow = 2 * max_t(s64, late, 0);
+	/*
+	 * At least RACK's step, a quarter round trip, once a round trip: an
+	 * ACK that comes before the resend has left the pacer (@late < 0)
+	 * says the wait was short, not by how much.
+	 */
+	if (!d->reo_grown || ktime_us_delta(now, d->reo_grown) >= rtt) {
+		grow = max(grow, rtt / 4);
+		d->reo_grown = now;
+	}
+	d->reo_us = min_t(s64, les_early_reo_us(d, rtt) + grow, rtt);
 	d->reo_persist = 16;
 }
 
