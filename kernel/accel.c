@@ -535,10 +535,11 @@ static void les_accel_sweep(struct les_pep_net *pn, ktime_t now)
 void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 			  bool reset)
 {
+	struct les_pep_net *pn = container_of(an, struct les_pep_net, accel);
 	unsigned long due = (jiffies + delay) ?: 1;
 	unsigned long cur;
 
-	lockdep_assert_held(&container_of(an, struct les_pep_net, accel)->flows.lock);
+	lockdep_assert_held(&pn->flows.lock);
 	if (!reset && delayed_work_pending(&an->tick))
 		return;
 	cur = READ_ONCE(an->tick_due);
@@ -546,8 +547,7 @@ void les_accel_tick_queue(struct les_accel_net *an, unsigned long delay,
 		if (cur && !time_after(cur, due))
 			break;
 	} while (!try_cmpxchg(&an->tick_due, &cur, due));
-	les_pep_work(container_of(an, struct les_pep_net, accel), &an->tick,
-		     delay, reset);
+	les_pep_work(pn, &an->tick, delay, reset);
 }
 
 /*

@@ -524,7 +524,8 @@ static void les_early_loss_resend(struct les_pep_net *pn,
  * once, reaches the receiver behind what came unheld meanwhile
  * (docs/accel.md 3).  Before a copy is timed, half the flow's shortest:
  * it may count a wait in the hop lane (flow.c times it from when data
- * reaches us).  The reordering window then grows by twice what it lacked.
+ * reaches us).  The reordering window then grows by twice what it lacked,
+ * and by a quarter round trip at least once a round trip.
  * An untimed copy's earlier sending may be what arrived: it proves nothing.
  */
 static void les_early_spurious(struct les_pep_net *pn, struct les_accel_flow *af,

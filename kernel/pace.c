@@ -137,7 +137,7 @@ void les_pacer_init(struct les_pacer *p, struct net *net)
 {
 	spin_lock_init(&p->lock);
 	skb_queue_head_init(&p->q);
-	hrtimer_init(&p->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_SOFT);
+	hrtimer_init(&p->timer, CLOCK_MONOTONIC, HRTIMER_MODE_ABS_PINNED_SOFT);
 	p->timer.function = les_pacer_timer;
 	p->net = net;
 	p->next = 0;
@@ -202,10 +202,12 @@ void les_pacer_queue(struct les_pacer *p, struct sk_buff_head *list)
 	spin_unlock(&p->lock);
 	/*
 	 * Only the timer sends, so packets leave in the order they were
-	 * queued (a second sender on another CPU could overtake it).
+	 * queued (a second sender on another CPU could overtake it); pinned
+	 * to the CPU that starts it, the namespace's (les_pep_work()), it
+	 * sends into that CPU's backlog as the opener does.
 	 */
 	if (arm)
-		hrtimer_start(&p->timer, ktime_get(), HRTIMER_MODE_ABS_SOFT);
+		hrtimer_start(&p->timer, ktime_get(), HRTIMER_MODE_ABS_PINNED_SOFT);
 	local_bh_enable();
 }
 

@@ -13,10 +13,10 @@
  *
  * Since nothing the PEP reads changes a packet's fate, the AEAD call is
  * not made on the forwarding path: one work item per namespace opens the
- * queued copies in order, on whichever CPU is free.  Forwarding pays a
- * lookup, a copy and a list insertion (docs/benchmarks.md has what that
- * is worth).  The queue is bounded: when the opener falls that far behind,
- * header zones go unread and counted, never packets.
+ * queued copies in order, on the namespace's CPU (les_pep_work()).
+ * Forwarding pays a lookup, a copy and a list insertion (docs/benchmarks.md
+ * has what that is worth).  The queue is bounded: when the opener falls
+ * that far behind, header zones go unread and counted, never packets.
  */
 #include <linux/cpumask.h>
 #include <linux/ip.h>
@@ -28,6 +28,7 @@
 #include <linux/netfilter_ipv6.h>
 #include <linux/overflow.h>
 #include <linux/scatterlist.h>
+#include <linux/sched/isolation.h>
 #include <linux/sched/mm.h>
 #include <linux/slab.h>
 #include <linux/udp.h>
@@ -100,14 +101,51 @@ static void les_pep_defrag_put(struct net *net)
 }
 
 /*
- * The CPU of a namespace that becomes a PEP: the next one round the online
- * CPUs, so that the PEPs of a host's namespaces are spread over them.
+ * May a namespace's opener and tick run on @cpu: online, and one the
+ * kernel's own unbound work may use (not isolated: isolcpus=, nohz_full=)?
+ * Stable while preemption is off: a CPU goes offline in stop_machine().
  */
-static int les_pep_pick_cpu(void)
+static bool les_pep_cpu_ok(unsigned int cpu)
+{
+	return cpu < nr_cpu_ids && cpu_online(cpu) &&
+	       housekeeping_cpu(cpu, HK_TYPE_WQ) &&
+	       housekeeping_cpu(cpu, HK_TYPE_DOMAIN);
+}
+
+/*
+ * The @nth CPU that may run a namespace's work, counting round them, or
+ * WORK_CPU_UNBOUND if there is none.  Preemption off.
+ */
+static int les_pep_nth_cpu(unsigned int nth)
+{
+	unsigned int n = 0, cpu;
+
+	for_each_online_cpu(cpu)
+		n += les_pep_cpu_ok(cpu);
+	if (!n)
+		return WORK_CPU_UNBOUND;
+	nth %= n;
+	for_each_online_cpu(cpu)
+		if (les_pep_cpu_ok(cpu) && !nth--)
+			return cpu;
+	return WORK_CPU_UNBOUND;
+}
+
+/*
+ * A namespace's CPU, picked once, at its first PEP key: the next one round
+ * those that may run it, so the PEPs of a host's namespaces are spread.
+ */
+static void les_pep_pick_cpu(struct les_pep_net *pn)
 {
 	static atomic_t next = ATOMIC_INIT(0);
+	int cpu;
 
-	return cpumask_local_spread(atomic_inc_return(&next), NUMA_NO_NODE);
+	if (READ_ONCE(pn->cpu) != WORK_CPU_UNBOUND)
+		return;
+	preempt_disable();
+	cpu = les_pep_nth_cpu(atomic_inc_return(&next));
+	preempt_enable();
+	cmpxchg(&pn->cpu, WORK_CPU_UNBOUND, cpu);
 }
 
 int les_pep_key_add(struct net *net)
@@ -117,8 +155,8 @@ int les_pep_key_add(struct net *net)
 
 	if (err)
 		return err;
-	if (atomic_inc_return(&pn->keys) == 1)
-		WRITE_ONCE(pn->cpu, les_pep_pick_cpu());
+	les_pep_pick_cpu(pn);
+	atomic_inc(&pn->keys);
 	return 0;
 }
 
@@ -506,18 +544,19 @@ void les_pep_sync(struct les_pep_net *pn)
  * the PEP forwards, and a packet sent goes into the sending CPU's backlog
  * (veth, netif_rx()): sent from one CPU, a flow's packets leave in order;
  * sent from whichever CPU a worker had, one batch overtook the one before
- * (docs/accel.md 8).  With its CPU offline the work runs anywhere, only
- * out of order: a timer added on an offline CPU would not fire.
+ * (docs/accel.md 8).  With its CPU gone offline, the first that may run it
+ * takes over for good: a timer added on an offline CPU would not fire.
  */
 void les_pep_work(struct les_pep_net *pn, struct delayed_work *dwork,
 		  unsigned long delay, bool reset)
 {
 	int cpu = READ_ONCE(pn->cpu);
 
-	/* cpu_online() holds while preemption is off: CPUs go in stop_machine(). */
 	preempt_disable();
-	if (cpu >= nr_cpu_ids || !cpu_online(cpu))
-		cpu = WORK_CPU_UNBOUND;
+	if (cpu != WORK_CPU_UNBOUND && !les_pep_cpu_ok(cpu)) {
+		cpu = les_pep_nth_cpu(0);
+		WRITE_ONCE(pn->cpu, cpu);
+	}
 	if (reset)
 		mod_delayed_work_on(cpu, les_pep_wq, dwork, delay);
 	else

@@ -168,8 +168,8 @@ struct les_pep_net {
 	unsigned int backlog_bytes;	/* what they and the opener's batch cost */
 	struct delayed_work opener;
 	/*
-	 * Where the opener and the engine's tick run: what the PEP forwards
-	 * leaves from one CPU's backlog, so it leaves in the order it was sent.
+	 * Where the opener, the engine's tick and so its pacer run (pep.c:
+	 * les_pep_work()), WORK_CPU_UNBOUND until the first PEP key.
 	 */
 	int cpu;
 	struct les_flow_table flows;

@@ -317,16 +317,17 @@ WQ_START = f"{TRACING}/events/workqueue/workqueue_execute_start"
 
 
 def in_order(T, prof, sums):
-    """Each PEP's opener and tick run on one CPU: a packet a PEP sends goes
-    into the sending CPU's backlog (veth), so a flow's packets leave the PEP
-    in the order the engine sent them.  Sent from whichever CPU a worker
-    had, a burst the far PEP released was overtaken by what came off the
-    hop after it, and the hub resent copies the client had (docs/accel.md
-    8).  A 1 MB fetch, the workqueue's trace events read."""
+    """Each PEP's opener, tick and pacer run on one CPU: a packet a PEP
+    sends goes into the sending CPU's backlog (veth), so a flow's packets
+    leave the PEP in the order the engine sent them.  Sent from whichever
+    CPU a worker had, a burst the far PEP released was overtaken by what
+    came off the hop after it, and the hub resent copies the client had
+    (docs/accel.md 8).  A 1 MB fetch, the workqueue's and the hrtimers'
+    trace events read."""
     if not os.path.exists(f"{TRACING}/events"):
         tb.sh(f"mount -t tracefs nodev {TRACING}", check=False)
     if not os.path.exists(WQ_START):
-        T.skip("each PEP's opener and tick run on one CPU",
+        T.skip("each PEP's opener, tick and pacer run on one CPU",
                "this kernel has no workqueue trace events (the debug config has FTRACE off)")
         return
     tb.Mode("les-pep", prof)
@@ -335,13 +336,16 @@ def in_order(T, prof, sums):
     def put(name, value):
         with open(f"{TRACING}/{name}", "w") as fh:
             fh.write(value)
+    events = ("workqueue/workqueue_execute_start", "timer/hrtimer_expire_entry")
     put("buffer_size_kb", "8192")
     put("trace", "")
-    put("events/workqueue/workqueue_execute_start/enable", "1")
+    for e in events:
+        put(f"events/{e}/enable", "1")
     try:
         res = tb.fetch("1M", tb_conf("1M"), sums, 60)
     finally:
-        put("events/workqueue/workqueue_execute_start/enable", "0")
+        for e in events:
+            put(f"events/{e}/enable", "0")
         with open(f"{TRACING}/trace") as fh:
             text = fh.read()
         put("trace", "")
@@ -350,15 +354,18 @@ def in_order(T, prof, sums):
     for m in re.finditer(r"\[(\d+)\][^\n]*workqueue_execute_start: work struct (\S+): "
                          r"function (les_pep_opener|les_accel_tick)\b", text):
         cpus.setdefault(f"{m[3]} {m[2]}", set()).add(int(m[1]))
+    for m in re.finditer(r"\[(\d+)\][^\n]*hrtimer_expire_entry: hrtimer=(\S+) "
+                         r"function=(les_pacer_timer)\b", text):
+        cpus.setdefault(f"{m[3]} {m[2]}", set()).add(int(m[1]))
     runs = {k: sorted(v) for k, v in cpus.items()}
     print(f"# in order: 1 MB in {res.get('total')} s; the CPUs each work item ran on: {runs}",
           flush=True)
-    openers = [k for k in runs if k.startswith("les_pep_opener")]
-    T.ok(res["status"] == "ok" and len(openers) >= 2 and
-         all(len(v) == 1 for v in runs.values()) and
+    kinds = [k.split()[0] for k in runs]
+    T.ok(res["status"] == "ok" and kinds.count("les_pep_opener") >= 2 and
+         kinds.count("les_pacer_timer") >= 1 and all(len(v) == 1 for v in runs.values()) and
          not any(d[n].get("LesAccelLost") for n in PEPS),
-         "each PEP's opener and tick run on one CPU through a 1 MB fetch, which arrives "
-         "intact", {"fetch": res, "cpus": runs, "peps": d})
+         "each PEP's opener, tick and pacer run on one CPU through a 1 MB fetch, which "
+         "arrives intact", {"fetch": res, "cpus": runs, "peps": d})
 
 
 def round_trips(T, prof, sums):
