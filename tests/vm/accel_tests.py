@@ -719,12 +719,21 @@ def udp_flood(T, prof, sums, secs=20):
     # accelerated, may end in a RST while the hub holds its last bytes
     # (1 byte, once in make check).  The fetch's data, ACKed early, could only be
     # lost by stalling the fetch.
-    T.ok(res["status"] == "ok" and sent > 2 * rate * 125 * secs and 0 < most <= buf and
-         fell <= buf + (24 << 20) and d.get("LesAccelHopDrops", 0) > 0 and
+    T.ok(res["status"] == "ok" and 0 < most <= buf and fell <= buf + (24 << 20) and
          not d.get("LesAccelErrors", 0),
-         "UDP at 5x the hop-rate through the hub: dropped at the lane's bound, the hub keeps "
-         "no more than its buffer, the VM's memory holds, the 1 MB arrive intact",
+         "UDP through the hub beside a download: the hub keeps no more than its buffer, "
+         "the VM's memory holds, the 1 MB arrive intact",
          {"fetch": res, "offered": sent, "most kept": most, "mem fell": fell, "hub": d})
+    # A kernel too slow to seal it (the debug kernel's server offered a
+    # fifth of it) cannot make the flood: no lane then reaches its bound.
+    if sent <= 2 * rate * 125 * secs:
+        T.skip("UDP at 5x the hop-rate through the hub: dropped at the lane's bound",
+               f"the server offered {sent} bytes in {secs} s, under twice the hop-rate "
+               f"({2 * rate * 125 * secs}): this kernel cannot send the flood")
+        return
+    T.ok(d.get("LesAccelHopDrops", 0) > 0,
+         "UDP at 5x the hop-rate through the hub: dropped at the lane's bound",
+         {"offered": sent, "hub": d})
 
 
 def flush_mid_transfer(T, prof, sums):
@@ -817,12 +826,16 @@ def failslab(probability, tasks=()):
             pass            # the worker exited
 
 
-def unbound_workers():
-    """The unbound workqueues' workers, les_pep's opener among them."""
+def engine_workers():
+    """The workers the opener and the tick may run in: the per-CPU pools'
+    (les_pep is bound, each namespace's work on its CPU: docs/pep.md 2),
+    and the unbound ones, where the namespaces' exit and other work the
+    engine meets run."""
     pids = []
     for pid in os.listdir("/proc"):
         try:
-            if pid.isdigit() and open(f"/proc/{pid}/comm").read().startswith("kworker/u"):
+            if pid.isdigit() and re.match(r"kworker/(u?\d+):\d+(-|$)",
+                                          open(f"/proc/{pid}/comm").read()):
                 pids.append(pid)
         except OSError:
             pass
@@ -838,7 +851,7 @@ CLIENT_DROPS = ("nstat -az TcpExtPAWSEstab TcpExtTCPZeroWindowDrop TcpExtTCPRcvQ
 def alloc_faults(T, prof, sums):
     """Fault injection (debug kernel): while a 1 MB download runs through
     both accelerating PEPs on a hop that loses 1 %, one in ten atomic
-    allocations of the unbound workers fails: the opener's, and with them
+    allocations of the kworkers fails: the opener's, and with them
     the engine's flows, copies, lanes and clones.  Each failure is handled
     (not held, not ACKed early, dropped for the sender to send again): no
     crash, nothing leaked (the runner's kmemleak scan), nothing ACKed
@@ -856,7 +869,7 @@ def alloc_faults(T, prof, sums):
         tb.Mode("les-pep", prof)
         before = {n: stats(n) for n in PEPS}
         tcp = endpoint_tcp_errors()
-        workers = unbound_workers()
+        workers = engine_workers()
         failslab(10, workers)
         out, samples = {}, []
         th = threading.Thread(target=lambda: out.update(
