@@ -330,23 +330,13 @@ else
 fi
 
 # ---- kernel log check ----------------------------------------------------------------
-# Case sensitive on purpose: "report a bug", "This is not a bug." are boot noise.
-bad='WARNING:|BUG:|kernel BUG|Oops|general protection|KASAN|UBSAN|suspected memory leak|unreferenced object|possible circular locking|inconsistent lock state|refcount_t|list_del corruption|list_add corruption|RCU stall|rcu: .*detected stall|self-detected stall|Call Trace|soft lockup|hard LOCKUP|blocked for more than|Kernel panic'
 log=$dmesgf
 if [ ! -s "$log" ]; then
 	echo "vm-run: no $dmesgf; checking the serial console log instead" >&2
 	log=$console
 fi
 if [ -s "$log" ]; then
-	# An allocation that fails reports itself with a stack (warn_alloc:
-	# "page allocation failure", "vmalloc error"): a diagnostic, not a bug,
-	# and what fault injection provokes on purpose; what the failure then
-	# breaks shows as KASAN, WARNING, BUG...  So the Call Trace of such a
-	# report, three lines below its first, is not a hit.  Likewise the
-	# kernel's own jump_label code when fault injection fails its
-	# allocation while loading a module: it WARNs by design ("Failed to
-	# allocate memory: jump_label may not work properly"), then again as it
-	# undoes the half-added module; the module load fails cleanly.
+	# What fault injection provokes on purpose is not a hit: klog-scan.awk.
 	#
 	# The kernel log from before the command started (the marker the
 	# wrapper writes) is the kernel's own boot, with no module or test of
@@ -356,13 +346,8 @@ if [ -s "$log" ]; then
 	started=1
 	grep -qF 'vm-run: command starts' "$log" && started=0
 	scan() {	# scan boot|command: the hits of that part of the log
-		awk -v bad="$bad" -v part="$1" -v started="$started" '
-			/vm-run: command starts/ { started = 1; next }
-			(part == "boot") == (started == 1) { next }
-			/(page allocation failure|vmalloc error): / { alloc = NR }
-			/Failed to allocate memory: jump_label may not work properly/ { jl = NR }
-			/WARNING: .* at kernel\/jump_label\.c:/ && jl && NR - jl <= 150 { jlw = NR; next }
-			$0 ~ bad { if ($0 ~ /Call Trace/ && (alloc && NR - alloc <= 4 || jlw && NR - jlw <= 20)) next; print }' "$log" |
+		awk -v part="$1" -v started="$started" \
+			-f "$repo/tests/vm/klog-scan.awk" "$log" |
 			{ if [ -n "$VM_DMESG_IGNORE" ]; then grep -Ev -- "$VM_DMESG_IGNORE"; else cat; fi; } || true
 	}
 	boot_hits=$(scan boot)
