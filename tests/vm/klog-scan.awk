@@ -15,8 +15,10 @@
 #   WARNs "Failed to allocate memory: jump_label may not work properly" and
 #   then WARNs once more for each of the module's static keys it had not yet
 #   linked as it undoes the half-added module; the load fails cleanly.  Each
-#   such WARNING within 150 lines of the last one of the episode, and the
-#   Call Trace within 20 lines of it, is not a hit.
+#   WARNING of those two functions (jump_label_module_notify,
+#   jump_label_del_module) within 150 lines of the last one of the episode,
+#   and the Call Trace within 20 lines of it, is not a hit; any other
+#   jump_label WARNING is.
 
 BEGIN {
 	# Case sensitive on purpose: "report a bug", "This is not a bug." are
@@ -33,7 +35,8 @@ BEGIN {
 (part == "boot") == (started == 1) { next }
 /(page allocation failure|vmalloc error): / { alloc = NR }
 /Failed to allocate memory: jump_label may not work properly/ { jl = NR }
-/WARNING: .* at kernel\/jump_label\.c:/ && jl && NR - jl <= 150 { jl = jlw = NR; next }
+/WARNING: .* at kernel\/jump_label\.c:[0-9]+ jump_label_(module_notify|del_module)\+/ &&
+    jl && NR - jl <= 150 { jl = jlw = NR; next }
 $0 ~ bad {
 	if ($0 ~ /Call Trace/ && (alloc && NR - alloc <= 4 || jlw && NR - jlw <= 20))
 		next
