@@ -61,8 +61,14 @@ static struct les_accel_flow *les_accel_flow_get(struct les_pep_net *pn,
 	return af;
 }
 
-/* Flow table lock held: the flow goes, and nothing it holds is lost. */
-void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
+/*
+ * Flow table lock held: the flow goes, and what it holds that the receiver
+ * has not ACKed is counted; copies not yet sent still go.  Side @reset_by
+ * (-1: neither) ended the connection with a RST its peer takes: what it
+ * had not yet received goes as its TCP's unread data does.
+ */
+static void les_accel_flow_release(struct les_pep_net *pn, struct les_flow *f,
+				   int reset_by)
 {
 	struct les_accel_flow *af = f->accel;
 	struct les_accel_net *an = &pn->accel;
@@ -78,7 +84,9 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 			__skb_queue_tail(&out, af->dir[i].thin_skb);
 		lost = les_held_purge(an, &af->dir[i], &out);
 		if (lost)
-			les_stat_add(pn->net, LES_STAT_ACCEL_LOST, lost);
+			les_stat_add(pn->net, reset_by == !i ?
+				     LES_STAT_ACCEL_RESET_BYTES :
+				     LES_STAT_ACCEL_LOST, lost);
 		if (af->dir[i].origin)
 			xfrm_state_put(af->dir[i].origin);
 		if (af->dir[i].probe_origin)
@@ -97,6 +105,24 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 		spin_unlock_bh(&an->orphans.lock);
 		les_accel_tick_queue(an, 0, true);
 	}
+}
+
+void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
+{
+	les_accel_flow_release(pn, f, -1);
+}
+
+/*
+ * Side @from's RST, one its peer takes (flow.c), ends @f.  A receiver's
+ * RST discards what it had received and not read, and with it what a PEP
+ * held for it: no loss of the PEP's, and the sender learns of it from the
+ * RST.  A sender's RST would have come behind all it had sent: what the
+ * PEP still held of that is lost.
+ */
+void les_accel_flow_reset(struct les_pep_net *pn, struct les_flow *f,
+			  unsigned int from)
+{
+	les_accel_flow_release(pn, f, from);
 }
 
 /*
@@ -333,7 +359,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		les_accel_early_stop(&af->dir[!from]);
 	if (pkt->tcp.flags & LES_TCP_RST) {
 		/* The connection is over: let go of everything, forward it. */
-		les_accel_flow_free(pn, f);
+		les_accel_flow_reset(pn, f, from);
 		goto pass;
 	}
 

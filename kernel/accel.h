@@ -438,6 +438,8 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 void les_accel_batch_start(struct les_pep_net *pn);
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
+void les_accel_flow_reset(struct les_pep_net *pn, struct les_flow *f,
+			  unsigned int from);
 bool les_accel_flow_busy(const struct les_flow_table *t,
 			 const struct les_flow *f);
 void les_accel_early_stop(struct les_accel_dir *d);

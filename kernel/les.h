@@ -203,6 +203,7 @@ enum les_stat {
 	LES_STAT_ACCEL_KEYS_DRAINED,	/* keys that went, read on for held data */
 	LES_STAT_ACCEL_DRAIN_TIMEOUTS,	/* flows that let go when the drain ended */
 	LES_STAT_ACCEL_LOST,		/* bytes ACKed early, let go undelivered */
+	LES_STAT_ACCEL_RESET_BYTES,	/* ... whose receiver reset the connection */
 	LES_STAT_ACCEL_SACK_RENEGING,	/* SACK marks taken back: reneging */
 	LES_STAT_ACCEL_HOP_DROPS,	/* passing packets over a lane's or buffer's bound */
 	LES_STAT_ACCEL_OVER_DROPS,	/* past a receiver's window, over a bound */

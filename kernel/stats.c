@@ -82,6 +82,7 @@ static const char *const les_stat_names[LES_STAT_MAX] = {
 	[LES_STAT_ACCEL_KEYS_DRAINED]	= "LesAccelKeysDrained",
 	[LES_STAT_ACCEL_DRAIN_TIMEOUTS]	= "LesAccelDrainTimeouts",
 	[LES_STAT_ACCEL_LOST]		= "LesAccelLost",
+	[LES_STAT_ACCEL_RESET_BYTES]	= "LesAccelResetBytes",
 	[LES_STAT_ACCEL_SACK_RENEGING]	= "LesAccelSackReneging",
 	[LES_STAT_ACCEL_HOP_DROPS]	= "LesAccelHopDrops",
 	[LES_STAT_ACCEL_OVER_DROPS]	= "LesAccelOverDrops",

@@ -1140,7 +1140,9 @@ def rst_out_of_window(T, prof, sums):
     client's TCP drops them (RFC 5961 3.2), and so the PEPs let go of
     nothing.  A PEP that freed the flow for them would lose the copies the
     hop lost: the sender had their early ACKs.  Then a download the client
-    gives up on: its RST, in the window, frees the flow at both PEPs."""
+    gives up on: its RST, in the window, frees the flow at both PEPs, and
+    what the hub held for the client went with the client's connection
+    (LesAccelResetBytes), not lost by the hub (docs/accel.md 8)."""
     tb.hop_up(prof, "loss random 1%")
     try:
         tb.Mode("les-pep", prof)
@@ -1178,10 +1180,12 @@ def rst_out_of_window(T, prof, sums):
          all(reset[n] and all(f.get("state") == "closed" and
                               not f["initiator"].get("held") and not f["responder"].get("held")
                               for f in reset[n]) and
-             not d2[n].get("LesPepRstOutOfWindow") for n in PEPS),
+             not d2[n].get("LesPepRstOutOfWindow") and not d2[n].get("LesAccelLost")
+             for n in PEPS) and d2["hpep"].get("LesAccelResetBytes", 0) > 0,
          "a download the client gives up on after 3 s: its RST closes the flow at both "
-         "PEPs, and the hub lets go of what it held", {"fetch": given_up, "freed": freed,
-                                                       "reset": reset, "peps": d2})
+         "PEPs, and the hub lets go of what it held for the client, counted as reset "
+         "with the client's connection, not lost", {"fetch": given_up, "freed": freed,
+                                                    "reset": reset, "peps": d2})
 
 
 def syn_mid_transfer(T, prof, sums):
