@@ -64,8 +64,10 @@ static struct les_accel_flow *les_accel_flow_get(struct les_pep_net *pn,
 /*
  * Flow table lock held: the flow goes, and what it holds that the receiver
  * has not ACKed is counted; copies not yet sent still go.  Side @reset_by
- * (-1: neither) ended the connection with a RST its peer takes: what it
- * had not yet received goes as its TCP's unread data does.
+ * (-1: neither) ended the connection with a RST its peer takes: what was
+ * held for it goes as its TCP's unread data does, unless some of it could
+ * no longer arrive (refused as replays: the guard gave up, or marks were
+ * taken back), lost before the RST.
  */
 static void les_accel_flow_release(struct les_pep_net *pn, struct les_flow *f,
 				   int reset_by)
@@ -80,18 +82,20 @@ static void les_accel_flow_release(struct les_pep_net *pn, struct les_flow *f,
 		return;
 	__skb_queue_head_init(&out);
 	for (i = 0; i < 2; i++) {
-		if (af->dir[i].thin_skb)
-			__skb_queue_tail(&out, af->dir[i].thin_skb);
-		lost = les_held_purge(an, &af->dir[i], &out);
+		struct les_accel_dir *d = &af->dir[i];
+		bool reset = reset_by == !i && !d->unguarded && !d->reneged;
+
+		if (d->thin_skb)
+			__skb_queue_tail(&out, d->thin_skb);
+		lost = les_held_purge(an, d, &out);
 		if (lost)
-			les_stat_add(pn->net, reset_by == !i ?
-				     LES_STAT_ACCEL_RESET_BYTES :
+			les_stat_add(pn->net, reset ? LES_STAT_ACCEL_RESET_BYTES :
 				     LES_STAT_ACCEL_LOST, lost);
-		if (af->dir[i].origin)
-			xfrm_state_put(af->dir[i].origin);
-		if (af->dir[i].probe_origin)
-			xfrm_state_put(af->dir[i].probe_origin);
-		les_view_put(pn, &af->dir[i].view);
+		if (d->origin)
+			xfrm_state_put(d->origin);
+		if (d->probe_origin)
+			xfrm_state_put(d->probe_origin);
+		les_view_put(pn, &d->view);
 	}
 	list_del(&af->node);
 	list_del(&af->ack_node);
@@ -113,16 +117,21 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 }
 
 /*
- * Side @from's RST, one its peer takes (flow.c), ends @f.  A receiver's
- * RST discards what it had received and not read, and with it what a PEP
- * held for it: no loss of the PEP's, and the sender learns of it from the
- * RST.  A sender's RST would have come behind all it had sent: what the
- * PEP still held of that is lost.
+ * Side @from's RST @seg, in the window (flow.c), ends @f (docs/accel.md 8).
+ * The other side's TCP takes it only at its next expected byte, its newest
+ * ACK (one before, once it has taken a FIN: tcp_reset_check()); elsewhere
+ * it answers a challenge ACK and goes on, and what was held for @from is
+ * lost.
  */
 void les_accel_flow_reset(struct les_pep_net *pn, struct les_flow *f,
-			  unsigned int from)
+			  unsigned int from, const struct les_tcp_seg *seg)
 {
-	les_accel_flow_release(pn, f, from);
+	const struct les_flow_side *o = &f->side[!from];
+	bool taken = (o->flags_seen & LES_TCP_ACK) &&
+		     (seg->seq == o->ack ||
+		      (f->side[from].fin && seg->seq == o->ack - 1));
+
+	les_accel_flow_release(pn, f, taken ? (int)from : -1);
 }
 
 /*
@@ -359,7 +368,7 @@ void les_accel_packet(struct les_pep_net *pn, struct les_flow *f,
 		les_accel_early_stop(&af->dir[!from]);
 	if (pkt->tcp.flags & LES_TCP_RST) {
 		/* The connection is over: let go of everything, forward it. */
-		les_accel_flow_reset(pn, f, from);
+		les_accel_flow_reset(pn, f, from, &pkt->tcp);
 		goto pass;
 	}
 

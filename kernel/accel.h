@@ -215,6 +215,7 @@ struct les_accel_dir {
 	bool rcv_known;
 	u8 dupacks;
 	ktime_t reneged_at;	/* @rcv_ack first seen at a SACKed copy, or 0 */
+	bool reneged;		/* marks were taken back: copies may be lost */
 	/*
 	 * SACK recovery's reordering window, widened past a quarter round
 	 * trip when a resend proves needless, back to a quarter after 16
@@ -439,7 +440,7 @@ void les_accel_batch_start(struct les_pep_net *pn);
 void les_accel_batch_end(struct les_pep_net *pn, struct les_accel_todo *todo);
 void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f);
 void les_accel_flow_reset(struct les_pep_net *pn, struct les_flow *f,
-			  unsigned int from);
+			  unsigned int from, const struct les_tcp_seg *seg);
 bool les_accel_flow_busy(const struct les_flow_table *t,
 			 const struct les_flow *f);
 void les_accel_early_stop(struct les_accel_dir *d);

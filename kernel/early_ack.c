@@ -780,6 +780,7 @@ static void les_early_reneging(struct les_pep_net *pn, struct les_accel_flow *af
 	    max_t(s64, les_early_hop_rtt_us(af, s) / 2, 10 * USEC_PER_MSEC))
 		return;
 	d->reneged_at = 0;
+	d->reneged = true;
 	les_stat_inc(pn->net, LES_STAT_ACCEL_SACK_RENEGING);
 	list_for_each_entry(h, &d->held, node) {
 		if (h->sacked) {

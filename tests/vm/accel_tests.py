@@ -2785,9 +2785,9 @@ def full_table_fetches(sums):
     connections' flows, which the hub may still send past a window, are
     kept, off the table's LRU list, and every other flow expires.  Then
     max-flows one above the flows left, the idle timeout as before, and
-    two more 1 MB fetches: the
-    last finds the table full and must evict the one before it, closed,
-    past the kept.  Returns (the first fetch, facts)."""
+    two more 1 MB fetches: the last finds the table full and must evict
+    the one before it, closed, past the kept.  Returns (the first fetch,
+    facts)."""
     n, conf = "rpep", json.loads(tb.sh(f"{tb.LESCTL} -j pep show", "rpep").stdout)
     facts = {}
     try:
@@ -2797,7 +2797,7 @@ def full_table_fetches(sums):
         time.sleep(5)
         facts["kept"] = json.loads(tb.sh(f"{tb.LESCTL} -j pep show", n).stdout)["flows"]
         # The second fetch's flow, closed, must still be there when the
-        # third comes, however long a slow host takes between them.
+        # third comes: a slow host took more than 2 s between them.
         tb.sh(f"{tb.LESCTL} pep set max-flows {facts['kept'] + 1} idle-timeout "
               f"{conf['idle_timeout']}", n)
         a = stats(n)
