@@ -267,6 +267,18 @@ static void les_flow_update(struct les_flow *f, unsigned int from,
 		}
 		return;
 	}
+	/*
+	 * The handshake's SYN again once its SYN-ACK went by: its sender's
+	 * timer.  Its receiver answers at most with that SYN-ACK again
+	 * (tcp_check_req(), rate-limited), or an ACK once established: a
+	 * flow taken back to SYN_SENT would never see the handshake end.
+	 */
+	if ((flags & (LES_TCP_SYN | LES_TCP_ACK | LES_TCP_RST)) == LES_TCP_SYN &&
+	    f->state == LES_FLOW_SYN_RECV && from == f->initiator &&
+	    s->have_isn && seg->seq == s->isn) {
+		s->retrans++;
+		return;
+	}
 	s->spi = pkt->spi;
 	if (!(flags & LES_TCP_SYN))
 		o->syn.waits = false;

@@ -543,6 +543,12 @@ def tcp_state(T, t):
          "wscale" not in i and "wscale" not in r,
          "an answer without it turns both off, a SYN sent again does not turn them on",
          (i, r))
+    # That SYN came after the SYN-ACK (its sender's timer); the server,
+    # which sends its SYN-ACK again at most twice a second, did not.
+    from_a(34001, seq=1001, ack=5001, flags=0x10)
+    T.ok(flow(34001).get("state") == "established",
+         "a SYN sent again after its SYN-ACK went by does not start the handshake again: "
+         "the ACK that ends it makes the flow established", flow(34001))
 
     # 34000 on: the receiver b ACKs a's data; an older ACK overtakes it.
     from_a(34000, seq=1001, ack=5001, flags=0x18, payload=b"d" * 1000)
