@@ -315,9 +315,18 @@ struct les_hop_lane {
 	u32 pass_bytes;
 	u32 pass_packets;
 	u32 guard_limit;		/* packets ahead of the oldest, at most */
-	u32 guard_seq;			/* the oldest's, when the wait began */
-	ktime_t guard_since;		/* the SA waits for it since, or 0 */
+	/*
+	 * The copy the SA waits for, the sequence number the wait first held
+	 * back, since when (0: none); and that number of the last wait that
+	 * let a flow go, while copies sent before it are on the guard: they
+	 * were out through that wait (pace.c).
+	 */
+	u32 guard_seq;
+	u32 guard_held;
+	u32 gone_held;
+	ktime_t guard_since;
 	__be32 spi;
+	bool gone;
 };
 
 struct les_pacer {

@@ -363,9 +363,14 @@ static void les_hop_guard_add(struct les_accel_net *an, struct les_hop_lane *l,
 void les_hop_guard_del(struct les_accel_net *an, struct les_held *h)
 {
 	struct les_hop_lane *l = h->lane;
+	struct les_held *first;
 
 	list_del(&h->guard);
 	h->lane = NULL;
+	/* The last copy out through a wait that let a flow go has gone. */
+	first = list_first_entry_or_null(&l->guard, struct les_held, guard);
+	if (!first || !before(first->esp_seq, l->gone_held))
+		l->gone = false;
 	if (list_empty(&l->guard) && list_empty(&l->queue) &&
 	    list_empty(&l->busy))
 		les_hop_lane_put(an, l);
@@ -390,29 +395,45 @@ static struct les_held *les_hop_guard_head(struct les_hop_lane *l, u32 seq)
  * allows (LES_ACCEL_GUARD_RTOS timeouts): a receiver that went away, or
  * keeps its window shut on what the far PEP holds for it, must not stop
  * its tunnel.  That flow is then let go: its copies leave the guard until
- * it has all it was sent (counted: its data may never arrive).  @l has
- * packets waiting: it stays.
+ * it has all it was sent (counted: its data may never arrive).  A copy
+ * that was out, unanswered, through all of such a wait (sent before the
+ * packet it first held back) had it too: when it holds the SA back, then
+ * or later, it is resent once, and its flow let go if that goes a timeout
+ * unanswered.  So receivers gone together (connections a server reset)
+ * hold their tunnel back about one wait, not one each.  @l has packets
+ * waiting: it stays.
  */
 static bool les_hop_guard_waits(struct les_pep_net *pn, struct les_hop_lane *l,
 				u32 seq, struct les_accel_todo *todo)
 {
+	s64 allowed, waited, since_sent;
 	struct les_held *h, *c;
 	struct les_accel_dir *d;
 	ktime_t now;
 
 	while ((h = les_hop_guard_head(l, seq))) {
 		now = ktime_get();
+		d = h->dir;
+		allowed = max_t(s64, (s64)LES_ACCEL_GUARD_RTOS * d->rto_us,
+				LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC);
 		if (!l->guard_since || l->guard_seq != h->esp_seq) {
-			l->guard_since = now;
+			if (l->gone && before(h->esp_seq, l->gone_held)) {
+				/* All but a resend and its timeout: had. */
+				l->guard_since = ktime_sub_us(now, allowed - d->rto_us);
+				l->guard_held = l->gone_held;
+			} else {
+				l->guard_since = now;
+				l->guard_held = seq;
+			}
 			l->guard_seq = h->esp_seq;
 			les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_WAITS);
 		}
-		d = h->dir;
-		if (ktime_us_delta(now, l->guard_since) <
-		    max_t(s64, (s64)LES_ACCEL_GUARD_RTOS * d->rto_us,
-			  LES_ACCEL_GUARD_MIN_MS * USEC_PER_MSEC)) {
-			if (!h->waiting &&
-			    ktime_us_delta(now, h->sent) >= d->rto_us &&
+		waited = ktime_us_delta(now, l->guard_since);
+		since_sent = ktime_us_delta(now, h->sent);
+		/* A copy sent just now has a timeout for its answer, no more. */
+		if (waited < allowed ||
+		    (since_sent < d->rto_us && waited < allowed + d->rto_us)) {
+			if (!h->waiting && since_sent >= d->rto_us &&
 			    les_held_send(h, todo)) {
 				les_held_timeout(h);
 				les_stat_inc(pn->net, LES_STAT_ACCEL_HOP_TIMEOUTS);
@@ -420,6 +441,8 @@ static bool les_hop_guard_waits(struct les_pep_net *pn, struct les_hop_lane *l,
 			return true;
 		}
 		les_stat_inc(pn->net, LES_STAT_ACCEL_GUARD_EXPIRED);
+		l->gone = true;
+		l->gone_held = l->guard_held;
 		d->unguarded = true;
 		list_for_each_entry(c, &d->held, node)
 			if (c->lane)
@@ -569,7 +592,12 @@ static enum les_hop_take les_hop_lane_take(struct les_pep_net *pn,
 	if (!h)
 		return LES_HOP_EMPTY;
 	les_hop_esp(h->skb, &seq);
-	if (!h->unread && les_hop_guard_waits(pn, l, seq, todo))
+	/*
+	 * A resend's number went out before: it cannot carry the SA further,
+	 * nor end a wait (the guard waits on for the packet behind it).
+	 */
+	if (!h->unread && !(h->dir && h->tx) &&
+	    les_hop_guard_waits(pn, l, seq, todo))
 		return LES_HOP_BLOCKED;
 	if (h->dir) {
 		/* The receiver's window first; a copy not made, later. */

@@ -136,7 +136,7 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # which every test meets.  Debian 6.12 runs the tests of a kernel path of
 # their own (80 to 140 s each on the debug kernel, about 30 on Debian's):
 # the drain (keys deleted), the replay guard (lost resend, late on lan,
-# forged far seq; replays of what it absorbed, absorbed replays), SACK marks taken back (sack reneging), a SYN on a flow
+# forged far seq, readers gone; replays of what it absorbed, absorbed replays), SACK marks taken back (sack reneging), a SYN on a flow
 # that holds data (syn mid transfer), a payload-zone mutant entering the
 # hub (lan mutants), the timer's resends of copies the receiver took
 # (resends as sent), the window and lanes (two tunnels,
@@ -148,7 +148,7 @@ other_kinds='^(?!(transport v4|tunnel v4-in-v4|tunnel v4-in-v6 esn|transport v6 
 # upload, a hop or a sender that reorders, the timer's resend) or only the engine's
 # start (accel off, small buffer, short replay window), and rekeys (keyed by
 # charon: step ike runs on 6.1 too).
-each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|resends as sent|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|mutants|lan mutants|udp flood|forged far seq|absorbed replays|flush|namespace deleted|sack reneging|syn mid transfer)$'
+each_path='^(accel on late|round trips|key gone|keys deleted|many flows|idle flows|hop outage|resends as sent|lost resend|late on lan|lost window update, no peer buffer|two tunnels|paused reader, busy tunnel|reader gone, busy tunnel|readers gone, busy tunnel|mutants|lan mutants|udp flood|forged far seq|absorbed replays|flush|namespace deleted|sack reneging|syn mid transfer)$'
 other_paths='^(accel off|stalled host|in order|small buffer|ack key deleted|hop misbehaves|sender overtaken|short replay window|lost tail resend|upload|lost window update|peer buffer lowered|nat-t|transport|fragmenting hop|outer ip options|ipv6|gso|rekeys|rst out of window)$'
 vm_tests() {	# vm_tests KVER: the kernel tests in a VM booted with KVER
 	local k=$1 vmlog status timeout configs only accel_only parts t0 usual took pct
