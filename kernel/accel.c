@@ -118,20 +118,14 @@ void les_accel_flow_free(struct les_pep_net *pn, struct les_flow *f)
 
 /*
  * Side @from's RST @seg, in the window (flow.c), ends @f (docs/accel.md 8).
- * The other side's TCP takes it only at its next expected byte, its newest
- * ACK (one before, once it has taken a FIN: tcp_reset_check()); elsewhere
- * it answers a challenge ACK and goes on, and what was held for @from is
- * lost.
+ * Taken by the other TCP only at its next expected byte; elsewhere that
+ * TCP goes on, and what was held for @from is lost.
  */
 void les_accel_flow_reset(struct les_pep_net *pn, struct les_flow *f,
 			  unsigned int from, const struct les_tcp_seg *seg)
 {
-	const struct les_flow_side *o = &f->side[!from];
-	bool taken = (o->flags_seen & LES_TCP_ACK) &&
-		     (seg->seq == o->ack ||
-		      (f->side[from].fin && seg->seq == o->ack - 1));
-
-	les_accel_flow_release(pn, f, taken ? (int)from : -1);
+	les_accel_flow_release(pn, f, les_flow_rst_at_point(f, from, seg) ?
+				      (int)from : -1);
 }
 
 /*

@@ -213,9 +213,9 @@ struct les_accel_dir {
 	u32 rcv_ack;		/* the receiver's own cumulative ACK */
 	u32 rcv_edge;		/* and its right edge */
 	bool rcv_known;
+	bool reneged;		/* marks were taken back: copies may be lost */
 	u8 dupacks;
 	ktime_t reneged_at;	/* @rcv_ack first seen at a SACKed copy, or 0 */
-	bool reneged;		/* marks were taken back: copies may be lost */
 	/*
 	 * SACK recovery's reordering window, widened past a quarter round
 	 * trip when a resend proves needless, back to a quarter after 16

@@ -369,6 +369,36 @@ static bool les_flow_rst_in_window(const struct les_flow *f, unsigned int from,
 	return !before(seg->seq, o->ack - 1) && !after(seg->seq, s->next);
 }
 
+/*
+ * Is @from's RST, in the window, where the other TCP takes it: its next
+ * expected byte, the newest ACK it sent, or the end of its furthest SACK
+ * block, or one before that ACK once it has taken @from's FIN
+ * (tcp_validate_incoming(), tcp_reset_check())?  Elsewhere that TCP
+ * answers a challenge ACK and goes on (RFC 5961 3.2).
+ */
+bool les_flow_rst_at_point(const struct les_flow *f, unsigned int from,
+			   const struct les_tcp_seg *seg)
+{
+	const struct les_flow_side *s = &f->side[from], *o = &f->side[!from];
+	unsigned int i;
+	u32 sacked;
+
+	if (!(o->flags_seen & LES_TCP_ACK))
+		return false;
+	if (seg->seq == o->ack)
+		return true;
+	if (o->sack_n) {
+		sacked = o->sack[1];
+		for (i = 1; i < o->sack_n; i++)
+			if (after(o->sack[2 * i + 1], sacked))
+				sacked = o->sack[2 * i + 1];
+		if (seg->seq == sacked)
+			return true;
+	}
+	return s->fin && s->have_next && o->ack == s->next &&
+	       seg->seq == o->ack - 1;
+}
+
 /* A new connection on the tuple of @f: it starts again. */
 static void les_flow_restart(struct les_flow_table *t, struct les_flow *f,
 			     unsigned long now)

@@ -205,6 +205,8 @@ void les_flow_seen(struct les_flow_table *t, const struct les_pep_pkt *pkt,
 				const struct les_pep_pkt *pkt),
 		   void (*then)(struct les_flow *f, unsigned int from, void *arg),
 		   void *arg);
+bool les_flow_rst_at_point(const struct les_flow *f, unsigned int from,
+			   const struct les_tcp_seg *seg);
 void les_flow_flush(struct les_flow_table *t, bool keep_busy);
 void les_flow_set_limits(struct les_flow_table *t, unsigned int max_flows,
 			 unsigned int idle_timeout);

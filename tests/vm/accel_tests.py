@@ -2779,9 +2779,10 @@ src, n, budget = sys.argv[4], int(sys.argv[5]), float(sys.argv[6])
 todo, done, failed, inflight = n, [], 0, 0
 t0 = time.monotonic()
 while len(done) + failed < n and time.monotonic() - t0 < budget:
-    # 64 opening at once: 256 overflowed the debug kernel's per-CPU
-    # backlogs, which every veth packet passes; a server whose SYN-ACK
-    # could not be sent drops its request, then resets the client.
+    # 64 opening at once: 256 overload the debug kernel under emulation,
+    # two PEPs opening every header zone: the per-CPU backlogs every veth
+    # packet passes overflow, handshakes take seconds, and a server whose
+    # SYN-ACK could not be sent drops its request, then resets the client.
     while todo and inflight < 64:
         s = socket.socket(fam, socket.SOCK_STREAM)
         s.setblocking(False)
