@@ -111,14 +111,9 @@ def mem(n):
     return json.loads(tb.sh(f"{tb.LESCTL} -j pep show", n).stdout)["mem"]
 
 
-def hub_flows_all():
-    """What the hub's flow table says."""
-    return tb.sh(f"{tb.LESCTL} flows show", "hpep", check=False).stdout
-
-
 def hub_flows():
-    """The end of it (why a flow was not taken, if so)."""
-    return hub_flows_all()[-1500:]
+    """What the hub's flow table says (why a flow was not taken, if so)."""
+    return tb.sh(f"{tb.LESCTL} flows show", "hpep", check=False).stdout[-1500:]
 
 
 def fetch_during(w, sums, action, after_s, max_time=90):
